@@ -1,0 +1,197 @@
+# semvisor: System V semaphores served by a seccomp user-notification supervisor.
+#
+#   make              build everything into $(O) (default build/)
+#   make run          install missing packages, build, run the demo under semvisor-run
+#   make test         build and run the whole test suite
+#   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-tsan    the lock and engine stress tests under ThreadSanitizer
+#   make verify       model-check the lock's Promela model with spin
+#   make bench        the benchmark suite (bench/results/latest.md)
+#   make deps         apt-get install the Debian packages the project needs
+#   make lint|format  clang-format check / rewrite
+#
+# Variables: SAN=asan|tsan (sanitizer build into build/asan or build/tsan),
+# LOCK=pthread (engine locks on pthread_mutex instead of the adaptive mutex),
+# LOCKING=global (every semop takes the whole set: the contrast for bench/),
+# WERROR=1 (warnings are errors; CI sets it), PREFIX/DESTDIR for install.
+
+CC      ?= gcc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SAN     ?=
+LOCK    ?= pthread
+WERROR  ?= 0
+
+ifeq ($(SAN),asan)
+O       ?= build/asan
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(SAN),tsan)
+O       ?= build/tsan
+SANFLAGS = -fsanitize=thread -fno-omit-frame-pointer
+else
+O       ?= build
+SANFLAGS =
+endif
+
+WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 \
+       -Wnull-dereference -Wpointer-arith -Wcast-align -Wwrite-strings -Wundef \
+       -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+CPPFLAGS += -D_GNU_SOURCE -I. -Iserver -I$(O)/proto
+ifeq ($(LOCK),pthread)
+CPPFLAGS += -DSV_LOCK_PTHREAD
+endif
+ifeq ($(LOCKING),global)
+CPPFLAGS += -DSV_FORCE_GLOBAL_LOCK
+endif
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -pthread $(WARN) $(SANFLAGS)
+LDFLAGS += -pthread $(SANFLAGS)
+
+LIBS_ENGINE = -lurcu-memb -lurcu-cds -lurcu-common
+LIBS_NOTIFY = -lseccomp -lev
+LIBS_PROTO  = -lprotobuf-c
+LIBS        = $(LIBS_NOTIFY) $(LIBS_PROTO) $(LIBS_ENGINE)
+
+# ---- sources -------------------------------------------------------------------------------
+PROTO_SRC   = $(wildcard proto/*.proto)
+PROTO_C     = $(patsubst proto/%.proto,$(O)/proto/%.pb-c.c,$(PROTO_SRC))
+PROTO_H     = $(PROTO_C:.c=.h)
+
+LIB_SRC     = $(wildcard server/engine/*.c server/lock/*.c server/notify/*.c server/control/*.c)
+LIB_OBJ     = $(patsubst %.c,$(O)/%.o,$(LIB_SRC)) $(PROTO_C:.c=.o)
+LIB         = $(O)/libsemvisor.a
+
+RUN_SRC     = $(wildcard interposer/*.c)
+DAEMON_SRC  = $(wildcard server/daemon/*.c)
+CTL_SRC     = $(wildcard client/*.c)
+
+BIN_RUN     = $(if $(RUN_SRC),$(O)/semvisor-run)
+BIN_DAEMON  = $(if $(DAEMON_SRC),$(O)/semvisord)
+BIN_CTL     = $(if $(CTL_SRC),$(O)/semvisorctl)
+BINS        = $(BIN_RUN) $(BIN_DAEMON) $(BIN_CTL)
+
+TEST_SRC    = $(wildcard tests/[0-9][0-9]-*.c)
+TEST_BIN    = $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
+TPROG_SRC   = $(wildcard tests/prog/*.c)
+TPROG_BIN   = $(patsubst tests/prog/%.c,$(O)/tests/prog/%,$(TPROG_SRC))
+TLIB_SRC    = $(wildcard tests/lib/*.c)
+TLIB_OBJ    = $(patsubst %.c,$(O)/%.o,$(TLIB_SRC))
+BENCH_SRC   = $(wildcard bench/*.c)
+BENCH_BIN   = $(patsubst bench/%.c,$(O)/bench/%,$(BENCH_SRC))
+DEMO_SRC    = $(wildcard demo/*.c)
+DEMO_BIN    = $(patsubst demo/%.c,$(O)/demo/%,$(DEMO_SRC))
+
+ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
+              $(patsubst %.c,$(O)/%.o,$(RUN_SRC) $(DAEMON_SRC) $(CTL_SRC))
+
+.PHONY: all run demo test check test-asan test-tsan stress verify bench bench-quick deps \
+        install lint format clean tests benches
+
+all: $(BINS) tests benches $(DEMO_BIN)
+tests: $(TEST_BIN) $(TPROG_BIN)
+benches: $(BENCH_BIN)
+
+# ---- compile -------------------------------------------------------------------------------
+$(O)/proto/%.pb-c.c $(O)/proto/%.pb-c.h: proto/%.proto
+	@mkdir -p $(@D)
+	protoc-c --proto_path=proto --c_out=$(O)/proto $<
+
+$(O)/proto/%.pb-c.o: $(O)/proto/%.pb-c.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-cast-align -c -o $@ $<
+
+$(O)/%.o: %.c $(PROTO_H)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(O)/semvisor-run: $(patsubst %.c,$(O)/%.o,$(RUN_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(O)/semvisord: $(patsubst %.c,$(O)/%.o,$(DAEMON_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lsystemd
+$(O)/semvisorctl: $(patsubst %.c,$(O)/%.o,$(CTL_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(O)/tests/%: $(O)/tests/%.o $(TLIB_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
+
+# Test programs run both natively and confined: plain executables, no project code inside.
+$(O)/tests/prog/%: tests/prog/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS)
+
+$(O)/bench/%: $(O)/bench/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lm
+
+$(O)/demo/%: $(O)/demo/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+-include $(ALL_OBJ:.o=.d) $(patsubst %.c,$(O)/%.d,$(TEST_SRC) $(BENCH_SRC) $(DEMO_SRC))
+
+# ---- run, test, verify ---------------------------------------------------------------------
+DEPS_PKGS = build-essential pkg-config libseccomp-dev libev-dev liburcu-dev libprotobuf-c-dev \
+            protobuf-c-compiler libcriterion-dev libsystemd-dev clang libclang-rt-14-dev \
+            spin gnuplot-nox runc busybox-static systemd iproute2 util-linux
+
+deps:
+	@missing=$$(for p in $(DEPS_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+run: deps
+	$(MAKE) all
+	./demo/run.sh $(O)
+
+# Every test binary runs; the run fails if any of them fails.
+test check: deps
+	$(MAKE) tests $(BINS)
+	O=$(O) ./tests/run.sh $(TEST_BIN)
+
+test-asan:
+	$(MAKE) SAN=asan test
+
+# Only the concurrency tests are worth TSan's cost: the lock, the engine's stress tests, the
+# notify layer's workers.
+TSAN_TESTS = $(filter $(O)/tests/1%-lock-% $(O)/tests/2%-engine-stress% $(O)/tests/%-tsan-%,$(TEST_BIN))
+test-tsan:
+	$(MAKE) SAN=tsan tests-tsan-run
+
+tests-tsan-run: $(TSAN_TESTS)
+	O=$(O) ./tests/run.sh $(TSAN_TESTS)
+
+stress: $(TEST_BIN)
+	O=$(O) ./tests/stress.sh
+
+verify:
+	$(MAKE) -C server/lock/model verify
+
+bench: all
+	./bench/run.sh $(O) full
+bench-quick: all
+	./bench/run.sh $(O) quick
+
+# ---- install, lint -------------------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
+	$(if $(BIN_RUN),install -m 0755 $(BIN_RUN) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(BIN_CTL),install -m 0755 $(BIN_CTL) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(BIN_DAEMON),install -m 0755 $(BIN_DAEMON) $(DESTDIR)$(PREFIX)/sbin/)
+	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh)
+
+FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+lint:
+	clang-format --dry-run --Werror $(FORMAT_SRC)
+format:
+	clang-format -i $(FORMAT_SRC)
+
+clean:
+	rm -rf build
