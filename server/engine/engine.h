@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine internals shared by the engine's files (ns.c, sem.c, semctl.c, undo.c). Nothing outside
+ * server/engine/ includes this; the public interface is sem.h.
+ *
+ * Lock nesting, outermost first:
+ *   ns->ids_lock  >  set->lock  >  sem->lock  >  proc->lock
+ * RCU read-side sections may enclose any of them. No engine lock is held when an engine call
+ * returns, and none is held while a caller's memory is read or written.
+ */
+#ifndef SV_ENGINE_H
+#define SV_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <urcu.h>
+#include <urcu/list.h>
+#include <urcu/rculfhash.h>
+#include <urcu/rculist.h>
+
+#include "engine/sem.h"
+#include "lock/lock.h"
+
+#define SV_RELAXED(p)        atomic_load_explicit((p), memory_order_relaxed)
+#define SV_SET_RELAXED(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+/* A counter only ever written under one lock: a plain add, but readable without that lock. */
+#define SV_COUNT(p)          SV_SET_RELAXED((p), SV_RELAXED(p) + 1)
+
+/* sem_lock() returns a semaphore number, or this when it took the whole set. */
+#define SV_LOCK_GLOBAL (-1)
+/* Simple ops stay on the set lock for this many global-lock sections after complex mode ends. */
+#define SV_GLOBAL_LOCK_HYSTERESIS 10
+
+/*
+ * One semaphore. In simple mode (set->use_global_lock == 0) its lock protects all of it; in
+ * complex mode the set lock does. 64 bytes with the adaptive mutex.
+ */
+struct sv_sem {
+	sv_lock_t lock;
+	int semval;
+	int32_t sempid;                     /* tgid of the last operation, supervisor's view */
+	struct cds_list_head pending_alter; /* simple decrements waiting on this semaphore */
+	struct cds_list_head pending_const; /* simple wait-for-zero operations */
+	/* statistics (struct sv_sem_info): written under the lock, read anywhere */
+	_Atomic uint32_t nops;
+	_Atomic uint32_t nwaits;
+	_Atomic uint32_t lock_spun;
+	_Atomic uint32_t lock_slept;
+};
+
+/*
+ * A semaphore set.
+ *
+ * Found through ns->by_id and ns->by_key under RCU; freed through call_rcu() when the last
+ * reference goes (the id table holds one, every parked waiter holds one).
+ *
+ * Protected by set->lock (plus complex mode, see sem.c): pending_alter, pending_const,
+ * complex_count, undos, deleted, perm changes, ctime.
+ * Read without a lock (under RCU): id, key, nsems, ns, the perm fields (for permission checks, as
+ * the kernel does; IPC_SET races benignly), otime.
+ */
+struct sv_set {
+	struct cds_lfht_node id_node;
+	struct cds_lfht_node key_node;
+	struct rcu_head rcu;
+	struct sv_ns *ns;
+	sv_lock_t lock;
+	int32_t id;
+	int32_t key;
+	int nsems;
+	atomic_int refcount;
+	atomic_int use_global_lock; /* > 0: complex mode; release/acquire pair in sem.c */
+	int complex_count;          /* parked operations on more than one semaphore */
+	bool deleted;
+	_Atomic uint32_t uid, gid, cuid, cgid, mode;
+	_Atomic int64_t ctime;
+	_Atomic int64_t otime; /* the latest of the kernel's per-semaphore otimes */
+	struct cds_list_head pending_alter; /* complex waiters that alter, and merged simple ones */
+	struct cds_list_head pending_const; /* complex wait-for-zero waiters */
+	struct cds_list_head undos;         /* struct sv_undo.set_node */
+	_Atomic uint32_t lock_spun;         /* statistics for the set lock */
+	_Atomic uint32_t lock_slept;
+	struct sv_sem *sems; /* right after the header (see set_alloc() in ns.c) */
+};
+
+enum sv_waiter_state {
+	SV_W_PARKED,    /* on a pending list */
+	SV_W_DONE,      /* completed by a wake pass: on a wake queue, status is final */
+	SV_W_CANCELLED, /* taken off by sv_waiter_cancel() */
+};
+
+/*
+ * A parked operation. state, node and status change only under the lock of the list the
+ * waiter is on (the semaphore's or the set's); once DONE or CANCELLED the waiter belongs to a
+ * single owner and needs no lock.
+ */
+struct sv_waiter {
+	struct cds_list_head node;
+	struct sv_waiter *wq_next;
+	struct sv_set *set;   /* reference held */
+	struct sv_proc *proc; /* reference held */
+	struct sv_undo *un;   /* proc's undo entry for set when a sop has SEM_UNDO */
+	void *cookie;
+	int status;
+	uint8_t state;
+	bool alter;
+	bool applied; /* completed with status 0: the operation changed values */
+	uint16_t blocking; /* index of the sop that made it wait (for GETNCNT/GETZCNT) */
+	unsigned int nsops;
+	int32_t *oldpid; /* sempid of each sop's semaphore before it was applied */
+	struct sv_sembuf sops[];
+};
+
+/*
+ * A process's adjust-on-exit values for one set.
+ * proc_node: in proc->undos, an RCU list changed under proc->lock.
+ * set_node: in set->undos, under the set lock (complex mode).
+ * semid: -1 once the set was removed (then the entry is freed after a grace period) or the
+ * entry was applied at exit (then it stays until the proc is freed, because completed waiters
+ * may still look at it). Written under both the set lock and proc->lock.
+ * semadj[i]: under the lock that protects semaphore i.
+ */
+struct sv_undo {
+	struct cds_list_head proc_node;
+	struct cds_list_head set_node;
+	struct rcu_head rcu;
+	struct sv_proc *proc;
+	int semid;
+	int nsems;
+	int16_t semadj[];
+};
+
+struct sv_proc {
+	pthread_mutex_t lock;       /* proc->undos changes, dead */
+	struct cds_list_head undos; /* entries; those applied at exit stay (semid -1) until freed */
+	struct rcu_head rcu;
+	struct sv_ns *ns;
+	int32_t pid;
+	atomic_int refcount;
+	atomic_bool dead; /* exit has begun: no new entries, parked waiters are dropped */
+};
+
+#define SV_SLOT_CHUNK  512
+#define SV_SLOT_CHUNKS (SV_IPCMNI / SV_SLOT_CHUNK)
+
+struct sv_ns {
+	struct cds_lfht *by_id;
+	struct cds_lfht *by_key;
+	pthread_mutex_t ids_lock; /* creation, removal, and the fields marked (ids) */
+	_Atomic int semmsl, semmns, semopm, semmni;
+	/* index -> set for SEM_STAT; chunks published with rcu_assign_pointer */
+	struct sv_set *_Atomic *_Atomic slots[SV_SLOT_CHUNKS];
+	uint64_t used[SV_IPCMNI / 64]; /* (ids) allocated indexes */
+	int in_use;                    /* (ids) number of sets */
+	int used_sems;                 /* (ids) semaphores in all sets */
+	int max_idx;                   /* (ids) highest index in use, -1 if none */
+	int last_idx;                  /* (ids) index given out last */
+	int seq;                       /* (ids) sequence number for new ids */
+	int next_id;                   /* (ids) sem_next_id, -1 if unset */
+	unsigned int idr_next;         /* (ids) where the cyclic index search starts */
+	atomic_int refcount;
+	atomic_int nwaiters; /* statistics */
+};
+
+/* ---- ns.c ---- */
+/* call under rcu_read_lock */
+struct sv_set *sv_set_lookup(struct sv_ns *ns, int id);
+struct sv_set *sv_set_lookup_index(struct sv_ns *ns, int idx);
+void sv_set_get(struct sv_set *set);
+void sv_set_put(struct sv_set *set);
+/* caller holds ns->ids_lock and the set lock in complex mode */
+void sv_set_unlink(struct sv_ns *ns, struct sv_set *set);
+int64_t sv_now(void);
+
+/* ---- sem.c ---- */
+int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops);
+void sv_sem_unlock(struct sv_set *set, int locknum);
+bool sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag);
+bool sv_is_owner(const struct sv_caller *c, const struct sv_set *set);
+/* caller holds the set lock in complex mode */
+void sv_do_smart_update(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops,
+			bool otime, struct sv_wakeq *wq);
+int sv_count_semcnt(struct sv_set *set, int semnum, bool count_zero);
+void sv_set_otime(struct sv_set *set);
+/* Remove a set: waiters get EIDRM through wq. Caller holds ids_lock and the set lock (global). */
+void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq);
+
+/* ---- undo.c ---- */
+/* The caller's undo entry for semid, allocated if needed; under RCU read lock. ERR: NULL + *err */
+struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *err);
+/* caller holds the set lock (global) */
+void sv_undo_unlink_all(struct sv_set *set);
+
+/* The caller's memory, through its ops (plain memory when it has none): 0 or -EFAULT. */
+int sv_copy_in(const struct sv_caller *c, uint64_t addr, void *buf, size_t len);
+int sv_copy_out(const struct sv_caller *c, uint64_t addr, const void *buf, size_t len);
+
+#endif /* SV_ENGINE_H */

@@ -1,0 +1,618 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Namespaces and identifiers: what ipc/util.c and ipc/namespace.c do for semaphores.
+ *
+ * A namespace owns two RCU hash tables (sets by id, sets by key), the four limits, and the index
+ * allocator. Ids are formed as Linux forms them, seq * 32768 + index, with indexes handed out
+ * cyclically inside [0, max(in_use * 3/2, 64)) so that a removed id does not come back at once,
+ * and seq bumped whenever the allocation wraps. Creation and removal are serialised by
+ * ns->ids_lock (the kernel's ids->rwsem taken for writing); lookups take no lock at all.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+
+#define IPC_MIN_CYCLE 64 /* the kernel's RADIX_TREE_MAP_SIZE */
+
+void sv_thread_register(void)
+{
+	rcu_register_thread();
+}
+
+void sv_thread_unregister(void)
+{
+	rcu_unregister_thread();
+}
+
+/* ktime_get_real_seconds(): time() reads the same clock through the vDSO. */
+int64_t sv_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+void sv_limits_default(struct sv_limits *out)
+{
+	*out = (struct sv_limits){ .semmsl = 32000, .semmns = SV_SEMMNS, .semopm = 500,
+				   .semmni = 32000 };
+}
+
+void sv_limits_host(struct sv_limits *out)
+{
+	struct sv_limits l;
+	FILE *f = fopen("/proc/sys/kernel/sem", "re");
+
+	sv_limits_default(out);
+	if (!f)
+		return;
+	if (fscanf(f, "%d %d %d %d", &l.semmsl, &l.semmns, &l.semopm, &l.semmni) == 4 &&
+	    l.semmni >= 0 && l.semmni <= SV_IPCMNI)
+		*out = l;
+	fclose(f);
+}
+
+static unsigned long hash_u32(uint32_t x)
+{
+	uint64_t h = (uint64_t)x * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned long)(h ^ (h >> 29));
+}
+
+static int match_id(struct cds_lfht_node *node, const void *key)
+{
+	return caa_container_of(node, struct sv_set, id_node)->id == *(const int32_t *)key;
+}
+
+static int match_key(struct cds_lfht_node *node, const void *key)
+{
+	return caa_container_of(node, struct sv_set, key_node)->key == *(const int32_t *)key;
+}
+
+struct sv_ns *sv_ns_new(const struct sv_limits *lim)
+{
+	struct sv_limits host;
+	struct sv_ns *ns = calloc(1, sizeof(*ns));
+	const int flags = CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING;
+
+	if (!ns)
+		return NULL;
+	if (!lim) {
+		sv_limits_host(&host);
+		lim = &host;
+	}
+	ns->by_id = cds_lfht_new(64, 64, 0, flags, NULL);
+	ns->by_key = cds_lfht_new(64, 64, 0, flags, NULL);
+	if (!ns->by_id || !ns->by_key || pthread_mutex_init(&ns->ids_lock, NULL)) {
+		if (ns->by_id)
+			cds_lfht_destroy(ns->by_id, NULL);
+		if (ns->by_key)
+			cds_lfht_destroy(ns->by_key, NULL);
+		free(ns);
+		return NULL;
+	}
+	ns->semmsl = lim->semmsl;
+	ns->semmns = lim->semmns;
+	ns->semopm = lim->semopm;
+	ns->semmni = lim->semmni < 0 || lim->semmni > SV_IPCMNI ? SV_IPCMNI : lim->semmni;
+	ns->max_idx = -1;
+	ns->last_idx = -1;
+	ns->next_id = -1;
+	ns->refcount = 1;
+	return ns;
+}
+
+void sv_ns_get(struct sv_ns *ns)
+{
+	atomic_fetch_add_explicit(&ns->refcount, 1, memory_order_relaxed);
+}
+
+void sv_ns_shutdown(struct sv_ns *ns, struct sv_wakeq *wq)
+{
+	struct cds_lfht_iter iter;
+	struct sv_set *set;
+
+	for (;;) {
+		if (pthread_mutex_lock(&ns->ids_lock))
+			abort();
+		rcu_read_lock();
+		cds_lfht_first(ns->by_id, &iter);
+		struct cds_lfht_node *node = cds_lfht_iter_get_node(&iter);
+		set = node ? caa_container_of(node, struct sv_set, id_node) : NULL;
+		if (set) {
+			sv_sem_lock(set, NULL, 0);
+			sv_freeary(ns, set, wq);
+			sv_sem_unlock(set, SV_LOCK_GLOBAL);
+		}
+		rcu_read_unlock();
+		if (pthread_mutex_unlock(&ns->ids_lock))
+			abort();
+		if (!set)
+			break;
+		sv_set_put(set);
+	}
+}
+
+static void ns_free(struct sv_ns *ns)
+{
+	for (int i = 0; i < SV_SLOT_CHUNKS; i++)
+		free(ns->slots[i]);
+	/* Tables must be empty; destroying them may not happen inside a read-side section. */
+	if (cds_lfht_destroy(ns->by_id, NULL) || cds_lfht_destroy(ns->by_key, NULL))
+		abort();
+	pthread_mutex_destroy(&ns->ids_lock);
+	free(ns);
+}
+
+void sv_ns_put(struct sv_ns *ns)
+{
+	struct sv_wakeq wq;
+
+	if (atomic_fetch_sub_explicit(&ns->refcount, 1, memory_order_acq_rel) != 1)
+		return;
+	/*
+	 * Nobody can call into this namespace any more, so no waiter can still be parked in it
+	 * (every caller cancels its waiters before dropping its namespace): the wake queue stays
+	 * empty and there is nothing to deliver.
+	 */
+	sv_wakeq_init(&wq);
+	sv_ns_shutdown(ns, &wq);
+	while (!sv_wakeq_empty(&wq))
+		sv_waiter_free(sv_wakeq_pop(&wq));
+	/* Sets are freed through call_rcu(); wait for them before the tables go. */
+	rcu_barrier();
+	ns_free(ns);
+}
+
+void sv_ns_limits(const struct sv_ns *ns, struct sv_limits *out)
+{
+	out->semmsl = SV_RELAXED(&ns->semmsl);
+	out->semmns = SV_RELAXED(&ns->semmns);
+	out->semopm = SV_RELAXED(&ns->semopm);
+	out->semmni = SV_RELAXED(&ns->semmni);
+}
+
+/*
+ * As a write to /proc/sys/kernel/sem: the three other values are taken as they come (the kernel
+ * does not range-check them either); semmni outside [0, 32768] is refused and left as it was.
+ */
+int sv_ns_set_limits(struct sv_ns *ns, const struct sv_limits *lim)
+{
+	SV_SET_RELAXED(&ns->semmsl, lim->semmsl);
+	SV_SET_RELAXED(&ns->semmns, lim->semmns);
+	SV_SET_RELAXED(&ns->semopm, lim->semopm);
+	if (lim->semmni < 0 || lim->semmni > SV_IPCMNI)
+		return -ERANGE;
+	SV_SET_RELAXED(&ns->semmni, lim->semmni);
+	return 0;
+}
+
+void sv_ns_set_next_id(struct sv_ns *ns, int id)
+{
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	ns->next_id = id < 0 ? -1 : id;
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
+}
+
+/* ---- lookups: call under rcu_read_lock() ---- */
+
+struct sv_set *sv_set_lookup(struct sv_ns *ns, int id)
+{
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(ns->by_id, hash_u32((uint32_t)id), match_id, &id, &iter);
+	node = cds_lfht_iter_get_node(&iter);
+	return node ? caa_container_of(node, struct sv_set, id_node) : NULL;
+}
+
+static struct sv_set *set_lookup_key(struct sv_ns *ns, int32_t key)
+{
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(ns->by_key, hash_u32((uint32_t)key), match_key, &key, &iter);
+	node = cds_lfht_iter_get_node(&iter);
+	return node ? caa_container_of(node, struct sv_set, key_node) : NULL;
+}
+
+/* SEM_STAT's lookup: by index alone (the kernel takes the id modulo 32768 and ignores seq). */
+static struct sv_set *set_lookup_index(struct sv_ns *ns, int idx)
+{
+	struct sv_set *_Atomic *chunk;
+
+	idx %= SV_IPCMNI;
+	chunk = rcu_dereference(ns->slots[idx / SV_SLOT_CHUNK]);
+	return chunk ? rcu_dereference(chunk[idx % SV_SLOT_CHUNK]) : NULL;
+}
+
+struct sv_set *sv_set_lookup_index(struct sv_ns *ns, int idx)
+{
+	return set_lookup_index(ns, idx);
+}
+
+/* ---- references ---- */
+
+void sv_set_get(struct sv_set *set)
+{
+	atomic_fetch_add_explicit(&set->refcount, 1, memory_order_relaxed);
+}
+
+static void set_free_rcu(struct rcu_head *head)
+{
+	struct sv_set *set = caa_container_of(head, struct sv_set, rcu);
+
+	for (int i = 0; i < set->nsems; i++)
+		sv_lock_destroy(&set->sems[i].lock);
+	sv_lock_destroy(&set->lock);
+	free(set);
+}
+
+void sv_set_put(struct sv_set *set)
+{
+	if (atomic_fetch_sub_explicit(&set->refcount, 1, memory_order_acq_rel) == 1)
+		call_rcu(&set->rcu, set_free_rcu);
+}
+
+/* ---- the index allocator (ids) ---- */
+
+static bool idx_used(const struct sv_ns *ns, unsigned int idx)
+{
+	return ns->used[idx / 64] & (1ull << (idx % 64));
+}
+
+/* Lowest free index in [from, last], or -1. */
+static int idx_find_free(const struct sv_ns *ns, unsigned int from, unsigned int last)
+{
+	unsigned int i = from;
+
+	while (i <= last) {
+		uint64_t free_bits = ~ns->used[i / 64] & (~0ull << (i % 64));
+
+		if (free_bits) {
+			unsigned int idx = (i & ~63u) + (unsigned int)__builtin_ctzll(free_bits);
+
+			return idx <= last ? (int)idx : -1;
+		}
+		i = (i & ~63u) + 64;
+	}
+	return -1;
+}
+
+/* idr_alloc_cyclic(): search from where the last search ended, then wrap once to start. */
+static int idx_alloc_cyclic(struct sv_ns *ns, int end)
+{
+	unsigned int from = ns->idr_next;
+	int idx = -1;
+
+	if (from <= (unsigned int)end - 1)
+		idx = idx_find_free(ns, from, (unsigned int)end - 1);
+	if (idx < 0 && from > 0)
+		idx = idx_find_free(ns, 0, (unsigned int)end - 1);
+	if (idx >= 0)
+		ns->idr_next = (unsigned int)idx + 1;
+	return idx;
+}
+
+static int slot_publish(struct sv_ns *ns, int idx, struct sv_set *set)
+{
+	struct sv_set *_Atomic *chunk = ns->slots[idx / SV_SLOT_CHUNK];
+
+	if (!chunk) {
+		if (!set)
+			return 0;
+		chunk = calloc(SV_SLOT_CHUNK, sizeof(*chunk));
+		if (!chunk)
+			return -ENOMEM;
+		rcu_assign_pointer(ns->slots[idx / SV_SLOT_CHUNK], chunk);
+	}
+	rcu_assign_pointer(chunk[idx % SV_SLOT_CHUNK], set);
+	return 0;
+}
+
+/* ipc_addid(): give set an id and make it visible. Caller holds ids_lock and is in RCU. */
+static int ids_add(struct sv_ns *ns, struct sv_set *set)
+{
+	int limit = SV_RELAXED(&ns->semmni);
+	int idx, seq;
+
+	if (limit > SV_IPCMNI)
+		limit = SV_IPCMNI;
+	if (ns->in_use >= limit)
+		return -ENOSPC;
+
+	if (ns->next_id < 0) {
+		int max_idx = ns->in_use * 3 / 2;
+
+		if (max_idx < IPC_MIN_CYCLE)
+			max_idx = IPC_MIN_CYCLE;
+		if (max_idx > SV_IPCMNI)
+			max_idx = SV_IPCMNI;
+		idx = idx_alloc_cyclic(ns, max_idx);
+		if (idx < 0)
+			return -ENOSPC;
+		if (idx <= ns->last_idx && ++ns->seq >= SV_SEQ_MAX)
+			ns->seq = 0;
+		ns->last_idx = idx;
+		seq = ns->seq;
+	} else {
+		/* sem_next_id: that index if free (else the next free one), its seq; used once */
+		int next = ns->next_id;
+
+		ns->next_id = -1;
+		seq = next / SV_IPCMNI;
+		idx = idx_find_free(ns, (unsigned int)(next % SV_IPCMNI), SV_IPCMNI - 1);
+		if (idx < 0)
+			return -ENOSPC;
+	}
+
+	if (slot_publish(ns, idx, set))
+		return -ENOMEM;
+	set->id = seq * SV_IPCMNI + idx;
+	ns->used[idx / 64] |= 1ull << (idx % 64);
+	cds_lfht_add(ns->by_id, hash_u32((uint32_t)set->id), &set->id_node);
+	if (set->key != SV_IPC_PRIVATE)
+		cds_lfht_add(ns->by_key, hash_u32((uint32_t)set->key), &set->key_node);
+	ns->in_use++;
+	if (idx > ns->max_idx)
+		ns->max_idx = idx;
+	return 0;
+}
+
+/* ipc_rmid(). Caller holds ids_lock and the set lock in complex mode, and is in RCU. */
+void sv_set_unlink(struct sv_ns *ns, struct sv_set *set)
+{
+	int idx = set->id % SV_IPCMNI;
+
+	if (cds_lfht_del(ns->by_id, &set->id_node))
+		abort();
+	if (set->key != SV_IPC_PRIVATE && cds_lfht_del(ns->by_key, &set->key_node))
+		abort();
+	slot_publish(ns, idx, NULL);
+	ns->used[idx / 64] &= ~(1ull << (idx % 64));
+	ns->in_use--;
+	ns->used_sems -= set->nsems;
+	if (idx == ns->max_idx) {
+		while (--idx >= 0 && !idx_used(ns, (unsigned int)idx))
+			;
+		ns->max_idx = idx;
+	}
+	set->deleted = true;
+}
+
+/* ---- semget ---- */
+
+/*
+ * Sets of more than one semaphore put each semaphore on its own cache line, so that per-semaphore
+ * locks do not share lines; a set of one semaphore keeps it next to the header, to stay small.
+ */
+static struct sv_set *set_alloc(int nsems)
+{
+	size_t hdr = sizeof(struct sv_set);
+	struct sv_set *set;
+
+	if (nsems > 1) {
+		hdr = (hdr + 63) & ~(size_t)63;
+		set = aligned_alloc(64, (hdr + (size_t)nsems * sizeof(struct sv_sem) + 63) & ~(size_t)63);
+		if (set)
+			memset(set, 0, hdr + (size_t)nsems * sizeof(struct sv_sem));
+	} else {
+		set = calloc(1, hdr + sizeof(struct sv_sem));
+	}
+	if (set)
+		set->sems = (struct sv_sem *)((char *)set + hdr);
+	return set;
+}
+
+/* newary(). Caller holds ids_lock and is in RCU. */
+static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg)
+{
+	struct sv_ns *ns = c->ns;
+	struct sv_set *set;
+	int err;
+
+	if (!nsems)
+		return -EINVAL;
+	if ((long long)ns->used_sems + nsems > SV_RELAXED(&ns->semmns))
+		return -ENOSPC;
+
+	set = set_alloc(nsems);
+	if (!set)
+		return -ENOMEM;
+	set->ns = ns;
+	set->key = key;
+	set->nsems = nsems;
+	set->refcount = 1; /* the tables' */
+	set->mode = (uint32_t)semflg & 0777;
+	set->uid = set->cuid = c->cred->euid;
+	set->gid = set->cgid = c->cred->egid;
+	set->ctime = sv_now();
+	sv_lock_init(&set->lock);
+	CDS_INIT_LIST_HEAD(&set->pending_alter);
+	CDS_INIT_LIST_HEAD(&set->pending_const);
+	CDS_INIT_LIST_HEAD(&set->undos);
+	cds_lfht_node_init(&set->id_node);
+	cds_lfht_node_init(&set->key_node);
+	for (int i = 0; i < nsems; i++) {
+		sv_lock_init(&set->sems[i].lock);
+		CDS_INIT_LIST_HEAD(&set->sems[i].pending_alter);
+		CDS_INIT_LIST_HEAD(&set->sems[i].pending_const);
+	}
+
+	err = ids_add(ns, set);
+	if (err) {
+		set_free_rcu(&set->rcu);
+		return err;
+	}
+	ns->used_sems += nsems;
+	return set->id;
+}
+
+long sv_semget(const struct sv_caller *c, int32_t key, int nsems, int semflg)
+{
+	struct sv_ns *ns = c->ns;
+	struct sv_set *set;
+	long ret;
+
+	if (nsems < 0 || nsems > SV_RELAXED(&ns->semmsl))
+		return -EINVAL;
+
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	rcu_read_lock();
+	if (key == SV_IPC_PRIVATE) {
+		ret = newary(c, key, nsems, semflg);
+	} else if (!(set = set_lookup_key(ns, key))) {
+		ret = (semflg & SV_IPC_CREAT) ? newary(c, key, nsems, semflg) : -ENOENT;
+	} else if ((semflg & SV_IPC_CREAT) && (semflg & SV_IPC_EXCL)) {
+		ret = -EEXIST;
+	} else if (nsems > set->nsems) {
+		ret = -EINVAL;
+	} else if (!sv_ipcperms(c, set, semflg)) {
+		ret = -EACCES;
+	} else {
+		ret = set->id;
+	}
+	rcu_read_unlock();
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
+	return ret;
+}
+
+/* ---- inspection ---- */
+
+void sv_ns_info(struct sv_ns *ns, struct sv_ns_info *out)
+{
+	sv_ns_limits(ns, &out->limits);
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	out->nsets = ns->in_use;
+	out->nsems = ns->used_sems;
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
+	out->nwaiters = SV_RELAXED(&ns->nwaiters);
+}
+
+static void set_info(const struct sv_set *set, struct sv_set_info *out)
+{
+	out->id = set->id;
+	out->key = set->key;
+	out->uid = SV_RELAXED(&set->uid);
+	out->gid = SV_RELAXED(&set->gid);
+	out->cuid = SV_RELAXED(&set->cuid);
+	out->cgid = SV_RELAXED(&set->cgid);
+	out->mode = SV_RELAXED(&set->mode);
+	out->nsems = set->nsems;
+	out->otime = SV_RELAXED(&set->otime);
+	out->ctime = SV_RELAXED(&set->ctime);
+	out->lock_spun = SV_RELAXED(&set->lock_spun);
+	out->lock_slept = SV_RELAXED(&set->lock_slept);
+}
+
+int sv_ns_for_each_set(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, void *), void *arg)
+{
+	struct cds_lfht_iter iter;
+	struct sv_set *set;
+	struct sv_set_info info;
+	int ret = 0;
+
+	rcu_read_lock();
+	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node)
+	{
+		set_info(set, &info);
+		ret = fn(&info, arg);
+		if (ret)
+			break;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv_sem_info *sems,
+		   int cap)
+{
+	struct sv_set *set;
+	int n;
+
+	rcu_read_lock();
+	set = sv_set_lookup(ns, id);
+	if (!set) {
+		rcu_read_unlock();
+		return -EINVAL;
+	}
+	sv_sem_lock(set, NULL, 0);
+	if (set->deleted) {
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+		rcu_read_unlock();
+		return -EINVAL;
+	}
+	set_info(set, info);
+	n = set->nsems;
+	for (int i = 0; i < n && i < cap; i++) {
+		const struct sv_sem *sem = &set->sems[i];
+
+		sems[i] = (struct sv_sem_info){
+			.semval = sem->semval,
+			.sempid = sem->sempid,
+			.ncnt = sv_count_semcnt(set, i, false),
+			.zcnt = sv_count_semcnt(set, i, true),
+			.nops = SV_RELAXED(&sem->nops),
+			.nwaits = SV_RELAXED(&sem->nwaits),
+			.lock_spun = SV_RELAXED(&sem->lock_spun),
+			.lock_slept = SV_RELAXED(&sem->lock_slept),
+		};
+	}
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	rcu_read_unlock();
+	return n;
+}
+
+int sv_ns_remove_set(struct sv_ns *ns, int id, struct sv_wakeq *wq)
+{
+	struct sv_set *set;
+	int ret = -EINVAL;
+
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	rcu_read_lock();
+	set = sv_set_lookup(ns, id);
+	if (set) {
+		sv_sem_lock(set, NULL, 0);
+		sv_freeary(ns, set, wq);
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+		ret = 0;
+	}
+	rcu_read_unlock();
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
+	if (set)
+		sv_set_put(set);
+	return ret;
+}
+
+void sv_ns_reset_stats(struct sv_ns *ns)
+{
+	struct cds_lfht_iter iter;
+	struct sv_set *set;
+
+	rcu_read_lock();
+	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node)
+	{
+		sv_sem_lock(set, NULL, 0);
+		SV_SET_RELAXED(&set->lock_spun, 0);
+		SV_SET_RELAXED(&set->lock_slept, 0);
+		for (int i = 0; i < set->nsems; i++) {
+			struct sv_sem *sem = &set->sems[i];
+
+			SV_SET_RELAXED(&sem->nops, 0);
+			SV_SET_RELAXED(&sem->nwaits, 0);
+			SV_SET_RELAXED(&sem->lock_spun, 0);
+			SV_SET_RELAXED(&sem->lock_slept, 0);
+		}
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	}
+	rcu_read_unlock();
+}

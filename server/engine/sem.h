@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The semaphore engine: System V semaphores with the semantics of Linux's ipc/sem.c, as a library.
+ *
+ * The engine knows nothing of seccomp. A caller describes itself with a struct sv_caller (the
+ * namespace it lives in, its credentials, its process, and how to reach its memory) and calls
+ * sv_semget(), sv_semtimedop() or sv_semctl() with the raw system-call arguments. Each returns what
+ * the system call would return: a value >= 0, or a negative errno. An operation that has to wait
+ * is not slept on: sv_semtimedop() returns SV_PARKED and hands back a waiter (a ticket). Any later
+ * call that lets parked operations proceed completes them and appends them to the caller's wake
+ * queue; the caller delivers those results once it has returned from the engine (so no engine lock
+ * is held while answers go out).
+ *
+ * Errors returned are exactly the kernel's for the same call, in the kernel's order of checks.
+ *
+ * Threads: every thread that calls into the engine must be registered with sv_thread_register()
+ * (the engine reads its tables under userspace RCU).
+ */
+#ifndef SV_SEM_H
+#define SV_SEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Compile-time constants of Linux (include/uapi/linux/sem.h). */
+#define SV_SEMVMX  32767      /* largest semaphore value */
+#define SV_SEMAEM  32767      /* largest adjust-on-exit value */
+#define SV_IPCMNI  32768      /* ids per namespace: id = seq * SV_IPCMNI + index */
+#define SV_SEMMNS  1024000000 /* seminfo.semmnu and .semmap report this */
+#define SV_SEMUME  500
+#define SV_SEMUSZ  20
+#define SV_SEQ_MAX (0x7fffffff / SV_IPCMNI)
+
+/* Commands and flags, with the values of the x86_64 ABI. */
+#define SV_IPC_CREAT    00001000
+#define SV_IPC_EXCL     00002000
+#define SV_IPC_NOWAIT   00004000
+#define SV_SEM_UNDO     0x1000
+#define SV_IPC_PRIVATE  0
+#define SV_IPC_RMID     0
+#define SV_IPC_SET      1
+#define SV_IPC_STAT     2
+#define SV_IPC_INFO     3
+#define SV_GETPID       11
+#define SV_GETVAL       12
+#define SV_GETALL       13
+#define SV_GETNCNT      14
+#define SV_GETZCNT      15
+#define SV_SETVAL       16
+#define SV_SETALL       17
+#define SV_SEM_STAT     18
+#define SV_SEM_INFO     19
+#define SV_SEM_STAT_ANY 20
+
+/* sv_semtimedop() returns this when the operation waits; the ticket is in park->waiter. */
+#define SV_PARKED 1
+
+struct sv_ns;
+struct sv_proc;
+struct sv_waiter;
+
+/* The four per-namespace limits of /proc/sys/kernel/sem, in that file's order. */
+struct sv_limits {
+	int semmsl; /* semaphores per set */
+	int semmns; /* semaphores in the namespace */
+	int semopm; /* operations per semop call */
+	int semmni; /* sets in the namespace, at most SV_IPCMNI */
+};
+
+/* struct sembuf as the ABI lays it out (6 bytes). */
+struct sv_sembuf {
+	uint16_t sem_num;
+	int16_t sem_op;
+	int16_t sem_flg;
+};
+
+/*
+ * Who is calling, as the supervisor sees it. uids and gids are in the supervisor's user namespace;
+ * the group test uses fsgid and the supplementary groups, as the kernel's in_group_p() does.
+ */
+struct sv_cred {
+	uint32_t euid;
+	uint32_t egid;
+	uint32_t fsgid;
+	int ngroups;
+	const uint32_t *groups;
+	bool cap_ipc_owner; /* CAP_IPC_OWNER in the user namespace owning the IPC namespace */
+	bool cap_sys_admin; /* CAP_SYS_ADMIN there: IPC_SET/IPC_RMID on others' sets */
+};
+
+struct sv_caller;
+
+/*
+ * How to reach the caller's memory and how it sees ids. Any member may be NULL: memory is then
+ * this process's own (addresses are plain pointers) and ids are shown unchanged.
+ */
+struct sv_caller_ops {
+	/* Copy len bytes from/to the caller's address addr: 0, or -EFAULT. */
+	int (*read)(const struct sv_caller *c, uint64_t addr, void *buf, size_t len);
+	int (*write)(const struct sv_caller *c, uint64_t addr, const void *buf, size_t len);
+	/* A pid as the caller's pid namespace shows it; 0 if it cannot see it. */
+	int32_t (*pid_out)(const struct sv_caller *c, int32_t pid);
+	/* uid/gid as the caller's user namespace shows them (overflow id if unmapped). */
+	uint32_t (*uid_out)(const struct sv_caller *c, uint32_t uid);
+	uint32_t (*gid_out)(const struct sv_caller *c, uint32_t gid);
+	/* uid/gid given by the caller, in the supervisor's view: false if unmappable. */
+	bool (*uid_in)(const struct sv_caller *c, uint32_t uid, uint32_t *out);
+	bool (*gid_in)(const struct sv_caller *c, uint32_t gid, uint32_t *out);
+};
+
+struct sv_caller {
+	struct sv_ns *ns;
+	const struct sv_cred *cred;
+	struct sv_proc *proc; /* the calling thread group: owns SEM_UNDO state, gives sempid */
+	const struct sv_caller_ops *ops;
+	void *priv; /* for ops */
+};
+
+/* Parking: what sv_semtimedop() hands back with SV_PARKED. */
+struct sv_park {
+	void *cookie;             /* in: kept in the waiter for the caller */
+	struct sv_waiter *waiter; /* out: the ticket */
+	bool timed;               /* out: semtimedop gave a timeout ... */
+	struct timespec timeout;  /* ... of this length, counted from now */
+};
+
+/*
+ * A wake queue: waiters that a call completed. Delivered by the caller after the call returns.
+ * Pop each waiter, read sv_waiter_result() and sv_waiter_cookie(), deliver, then either
+ * sv_waiter_free() it or, when delivery failed because the waiting thread is gone,
+ * sv_waiter_rollback() it.
+ */
+struct sv_wakeq {
+	struct sv_waiter *head;
+	struct sv_waiter **tail;
+};
+
+/* ---- threads ---- */
+void sv_thread_register(void);
+void sv_thread_unregister(void);
+
+/* ---- namespaces ---- */
+
+/* A new namespace. lim NULL: the host's /proc/sys/kernel/sem (Linux's defaults if unreadable). */
+struct sv_ns *sv_ns_new(const struct sv_limits *lim);
+void sv_ns_get(struct sv_ns *ns);
+/*
+ * Remove every set, as when the namespace dies: parked waiters complete with EIDRM through wq.
+ * The namespace itself stays usable (empty).
+ */
+void sv_ns_shutdown(struct sv_ns *ns, struct sv_wakeq *wq);
+/*
+ * Drop a reference; the last one frees the namespace and its sets. Callers cancel their parked
+ * waiters (or shut the namespace down and deliver) before they drop their last reference.
+ */
+void sv_ns_put(struct sv_ns *ns);
+void sv_ns_limits(const struct sv_ns *ns, struct sv_limits *out);
+/* Change the limits as writing /proc/sys/kernel/sem would: -ERANGE if semmni is out of range. */
+int sv_ns_set_limits(struct sv_ns *ns, const struct sv_limits *lim);
+/* /proc/sys/kernel/sem_next_id: the id the next new set gets (-1: choose as usual). */
+void sv_ns_set_next_id(struct sv_ns *ns, int id);
+/* The host's current limits (or Linux's defaults). */
+void sv_limits_host(struct sv_limits *out);
+void sv_limits_default(struct sv_limits *out);
+
+/* ---- processes ---- */
+
+/* A thread group in ns. pid (its tgid as the supervisor sees it) is what sempid records. */
+struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid);
+void sv_proc_get(struct sv_proc *p);
+void sv_proc_put(struct sv_proc *p);
+int32_t sv_proc_pid(const struct sv_proc *p);
+/*
+ * The process has exited (or left the namespace): apply its semadj values as the kernel's
+ * exit_sem() does. Waiters this lets proceed go to wq. Idempotent.
+ */
+void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq);
+
+/* ---- the system calls ---- */
+long sv_semget(const struct sv_caller *c, int32_t key, int nsems, int semflg);
+/*
+ * semop/semtimedop. sops and timeout are addresses in the caller's memory (timeout 0: none).
+ * Returns 0, a negative errno, or SV_PARKED with park->waiter set.
+ */
+long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t sops, unsigned int nsops,
+		   uint64_t timeout, struct sv_park *park, struct sv_wakeq *wq);
+/* semctl; arg is the fourth argument's register value (a value for SETVAL, else an address). */
+long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
+	       struct sv_wakeq *wq);
+
+/* ---- waiters ---- */
+void sv_wakeq_init(struct sv_wakeq *q);
+struct sv_waiter *sv_wakeq_pop(struct sv_wakeq *q);
+bool sv_wakeq_empty(const struct sv_wakeq *q);
+
+/* Result of a completed waiter: 0, -EIDRM, -EAGAIN (IPC_NOWAIT on re-evaluation), -ERANGE. */
+int sv_waiter_result(const struct sv_waiter *w);
+void *sv_waiter_cookie(const struct sv_waiter *w);
+/*
+ * Take a parked waiter off its queue (timeout, signal, dead thread). 0: done, the caller owns w
+ * and must free it; nothing was applied. -EALREADY: some call completed it first and it is on
+ * that call's wake queue; its deliverer owns it.
+ */
+int sv_waiter_cancel(struct sv_waiter *w);
+/*
+ * Delivery of a completed waiter failed: undo what completing it applied and let others proceed
+ * (wq). 0: rolled back. -ERANGE: undoing would push a value or semadj out of range because later
+ * calls used what it produced; the operation stays applied (the caller should treat it as done).
+ * Either way the caller still owns w.
+ */
+int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq);
+void sv_waiter_free(struct sv_waiter *w);
+
+/* ---- statistics and inspection (for the control socket) ---- */
+
+struct sv_set_info {
+	int32_t id;
+	int32_t key;
+	uint32_t uid, gid, cuid, cgid;
+	uint32_t mode;
+	int nsems;
+	int64_t otime, ctime;
+	uint64_t lock_spun, lock_slept; /* on the set lock */
+};
+
+struct sv_sem_info {
+	int semval;
+	int32_t sempid;
+	int ncnt, zcnt;
+	uint64_t nops;   /* completed operations that named this semaphore */
+	uint64_t nwaits; /* operations that parked with this semaphore as their blocking one */
+	uint64_t lock_spun, lock_slept;
+};
+
+struct sv_ns_info {
+	struct sv_limits limits;
+	int nsets;
+	int nsems;
+	int nwaiters;
+};
+
+void sv_ns_info(struct sv_ns *ns, struct sv_ns_info *out);
+/* Call fn for every set (under RCU: fn must not call back into the engine). Stops on non-zero. */
+int sv_ns_for_each_set(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, void *), void *arg);
+/*
+ * One set by id: its info and up to cap semaphores' info. Returns the number of semaphores
+ * (may exceed cap), or -EINVAL if there is no such set.
+ */
+int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv_sem_info *sems,
+		   int cap);
+/* Remove a set as an administrator (the control socket's rm). */
+int sv_ns_remove_set(struct sv_ns *ns, int id, struct sv_wakeq *wq);
+/* Zero the per-set and per-semaphore counters. */
+void sv_ns_reset_stats(struct sv_ns *ns);
+
+#endif /* SV_SEM_H */

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * semctl(2): every command, with the kernel's checks in the kernel's order (ipc/sem.c
+ * ksys_semctl and the semctl_* helpers).
+ *
+ * Structures go to and come from the caller's memory in the x86_64 layout (struct semid64_ds,
+ * struct seminfo). Like the kernel, results are gathered under the lock and copied out after it
+ * is dropped; buffers are copied in before any lock is taken.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+#define S_IRUGO_ 0444
+#define S_IWUGO_ 0222
+
+/* struct semid64_ds on x86_64 (arch/x86/include/uapi/asm/sembuf.h), 104 bytes. */
+struct semid64_ds_x86_64 {
+	int32_t key;
+	uint32_t uid, gid, cuid, cgid;
+	uint32_t mode;
+	uint16_t seq;
+	uint16_t pad2;
+	uint32_t pad3;
+	uint64_t unused1, unused2;
+	int64_t otime;
+	uint64_t otime_high;
+	int64_t ctime;
+	uint64_t ctime_high;
+	uint64_t nsems;
+	uint64_t unused3, unused4;
+};
+_Static_assert(sizeof(struct semid64_ds_x86_64) == 104, "semid64_ds layout");
+
+/* struct seminfo: ten ints. */
+struct seminfo_abi {
+	int32_t semmap, semmni, semmns, semmnu, semmsl, semopm, semume, semusz, semvmx, semaem;
+};
+_Static_assert(sizeof(struct seminfo_abi) == 40, "seminfo layout");
+
+static uint32_t uid_out(const struct sv_caller *c, uint32_t uid)
+{
+	return c->ops && c->ops->uid_out ? c->ops->uid_out(c, uid) : uid;
+}
+
+static uint32_t gid_out(const struct sv_caller *c, uint32_t gid)
+{
+	return c->ops && c->ops->gid_out ? c->ops->gid_out(c, gid) : gid;
+}
+
+static int32_t pid_out(const struct sv_caller *c, int32_t pid)
+{
+	return c->ops && c->ops->pid_out && pid ? c->ops->pid_out(c, pid) : pid;
+}
+
+static long semctl_info(const struct sv_caller *c, int cmd, uint64_t arg)
+{
+	struct sv_ns *ns = c->ns;
+	struct seminfo_abi si;
+	int max_idx;
+
+	memset(&si, 0, sizeof(si));
+	si.semmni = SV_RELAXED(&ns->semmni);
+	si.semmns = SV_RELAXED(&ns->semmns);
+	si.semmsl = SV_RELAXED(&ns->semmsl);
+	si.semopm = SV_RELAXED(&ns->semopm);
+	si.semvmx = SV_SEMVMX;
+	si.semmnu = SV_SEMMNS;
+	si.semmap = SV_SEMMNS;
+	si.semume = SV_SEMUME;
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	if (cmd == SV_SEM_INFO) {
+		si.semusz = ns->in_use;
+		si.semaem = ns->used_sems;
+	} else {
+		si.semusz = SV_SEMUSZ;
+		si.semaem = SV_SEMAEM;
+	}
+	/* ipc_get_maxidx() */
+	if (ns->in_use == 0)
+		max_idx = -1;
+	else if (ns->in_use == SV_IPCMNI)
+		max_idx = SV_IPCMNI - 1;
+	else
+		max_idx = ns->max_idx;
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
+	if (sv_copy_out(c, arg, &si, sizeof(si)))
+		return -EFAULT;
+	return max_idx < 0 ? 0 : max_idx;
+}
+
+static long semctl_stat(const struct sv_caller *c, int semid, int cmd, uint64_t arg)
+{
+	struct semid64_ds_x86_64 ds;
+	struct sv_set *set;
+	long ret;
+
+	memset(&ds, 0, sizeof(ds));
+	rcu_read_lock();
+	set = cmd == SV_IPC_STAT ? sv_set_lookup(c->ns, semid) : sv_set_lookup_index(c->ns, semid);
+	if (!set) {
+		rcu_read_unlock();
+		return -EINVAL;
+	}
+	if (cmd != SV_SEM_STAT_ANY && !sv_ipcperms(c, set, S_IRUGO_)) {
+		rcu_read_unlock();
+		return -EACCES;
+	}
+	/* The perm lock alone, as the kernel: no need to stop simple operations. */
+	sv_lock(&set->lock);
+	if (set->deleted) {
+		sv_unlock(&set->lock);
+		rcu_read_unlock();
+		return -EIDRM;
+	}
+	ds.key = set->key;
+	ds.uid = uid_out(c, SV_RELAXED(&set->uid));
+	ds.gid = gid_out(c, SV_RELAXED(&set->gid));
+	ds.cuid = uid_out(c, SV_RELAXED(&set->cuid));
+	ds.cgid = gid_out(c, SV_RELAXED(&set->cgid));
+	ds.mode = SV_RELAXED(&set->mode);
+	ds.seq = (uint16_t)(set->id / SV_IPCMNI);
+	ds.otime = SV_RELAXED(&set->otime);
+	ds.ctime = SV_RELAXED(&set->ctime);
+	ds.nsems = (uint64_t)set->nsems;
+	ret = cmd == SV_IPC_STAT ? 0 : set->id;
+	sv_unlock(&set->lock);
+	rcu_read_unlock();
+
+	if (sv_copy_out(c, arg, &ds, sizeof(ds)))
+		return -EFAULT;
+	return ret;
+}
+
+static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int val,
+			  struct sv_wakeq *wq)
+{
+	struct sv_set *set;
+	struct sv_undo *un;
+
+	if (val > SV_SEMVMX || val < 0)
+		return -ERANGE;
+	rcu_read_lock();
+	set = sv_set_lookup(c->ns, semid);
+	if (!set) {
+		rcu_read_unlock();
+		return -EINVAL;
+	}
+	if (semnum < 0 || semnum >= set->nsems) {
+		rcu_read_unlock();
+		return -EINVAL;
+	}
+	if (!sv_ipcperms(c, set, S_IWUGO_)) {
+		rcu_read_unlock();
+		return -EACCES;
+	}
+	sv_sem_lock(set, NULL, 0);
+	if (set->deleted) {
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+		rcu_read_unlock();
+		return -EIDRM;
+	}
+	cds_list_for_each_entry(un, &set->undos, set_node) un->semadj[semnum] = 0;
+	set->sems[semnum].semval = val;
+	set->sems[semnum].sempid = c->proc ? c->proc->pid : 0;
+	SV_SET_RELAXED(&set->ctime, sv_now());
+	sv_do_smart_update(set, NULL, 0, false, wq);
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	rcu_read_unlock();
+	return 0;
+}
+
+static long semctl_getall(const struct sv_caller *c, struct sv_set *set, uint64_t arg)
+{
+	int nsems = set->nsems;
+	uint16_t *vals = malloc((size_t)nsems * sizeof(*vals));
+	long ret = 0;
+
+	if (!vals) {
+		rcu_read_unlock();
+		return -ENOMEM;
+	}
+	sv_sem_lock(set, NULL, 0);
+	if (set->deleted) {
+		ret = -EIDRM;
+	} else {
+		for (int i = 0; i < nsems; i++)
+			vals[i] = (uint16_t)set->sems[i].semval;
+	}
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	rcu_read_unlock();
+	if (!ret && sv_copy_out(c, arg, vals, (size_t)nsems * sizeof(*vals)))
+		ret = -EFAULT;
+	free(vals);
+	return ret;
+}
+
+static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_t arg,
+			  struct sv_wakeq *wq)
+{
+	int nsems = set->nsems;
+	uint16_t *vals = malloc((size_t)nsems * sizeof(*vals));
+	struct sv_undo *un;
+	long ret = 0;
+
+	/* Hold the set across the copy, which may take a while: no RCU section around it. */
+	sv_set_get(set);
+	rcu_read_unlock();
+	if (!vals) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (sv_copy_in(c, arg, vals, (size_t)nsems * sizeof(*vals))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	for (int i = 0; i < nsems; i++) {
+		if (vals[i] > SV_SEMVMX) {
+			ret = -ERANGE;
+			goto out;
+		}
+	}
+	sv_sem_lock(set, NULL, 0);
+	if (set->deleted) {
+		ret = -EIDRM;
+	} else {
+		for (int i = 0; i < nsems; i++) {
+			set->sems[i].semval = vals[i];
+			set->sems[i].sempid = c->proc ? c->proc->pid : 0;
+		}
+		cds_list_for_each_entry(un, &set->undos, set_node)
+			memset(un->semadj, 0, (size_t)un->nsems * sizeof(un->semadj[0]));
+		SV_SET_RELAXED(&set->ctime, sv_now());
+		sv_do_smart_update(set, NULL, 0, false, wq);
+	}
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+out:
+	free(vals);
+	sv_set_put(set);
+	return ret;
+}
+
+static long semctl_main(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
+			struct sv_wakeq *wq)
+{
+	struct sv_set *set;
+	struct sv_sem *sem;
+	long ret = 0;
+	int locknum;
+
+	rcu_read_lock();
+	set = sv_set_lookup(c->ns, semid);
+	if (!set) {
+		rcu_read_unlock();
+		return -EINVAL;
+	}
+	if (!sv_ipcperms(c, set, cmd == SV_SETALL ? S_IWUGO_ : S_IRUGO_)) {
+		rcu_read_unlock();
+		return -EACCES;
+	}
+	if (cmd == SV_GETALL)
+		return semctl_getall(c, set, arg);
+	if (cmd == SV_SETALL)
+		return semctl_setall(c, set, arg, wq);
+
+	if (semnum < 0 || semnum >= set->nsems) {
+		rcu_read_unlock();
+		return -EINVAL;
+	}
+	/*
+	 * A value or pid is one semaphore's business: its own lock will do in simple mode. The
+	 * counts walk the set's lists: the set lock.
+	 */
+	if (cmd == SV_GETVAL || cmd == SV_GETPID) {
+		struct sv_sembuf one = { .sem_num = (uint16_t)semnum };
+
+		locknum = sv_sem_lock(set, &one, 1);
+	} else {
+		locknum = sv_sem_lock(set, NULL, 0);
+	}
+	if (set->deleted) {
+		ret = -EIDRM;
+		goto out;
+	}
+	sem = &set->sems[semnum];
+	switch (cmd) {
+	case SV_GETVAL:
+		ret = sem->semval;
+		break;
+	case SV_GETPID:
+		ret = sem->sempid;
+		break;
+	case SV_GETNCNT:
+		ret = sv_count_semcnt(set, semnum, false);
+		break;
+	case SV_GETZCNT:
+		ret = sv_count_semcnt(set, semnum, true);
+		break;
+	}
+out:
+	sv_sem_unlock(set, locknum);
+	rcu_read_unlock();
+	/* The pid namespace translation may read /proc: outside every lock. */
+	if (cmd == SV_GETPID && ret > 0)
+		ret = pid_out(c, (int32_t)ret);
+	return ret;
+}
+
+static long semctl_down(const struct sv_caller *c, int semid, int cmd,
+			const struct semid64_ds_x86_64 *ds, struct sv_wakeq *wq)
+{
+	struct sv_ns *ns = c->ns;
+	struct sv_set *set;
+	long ret = 0;
+
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	rcu_read_lock();
+	set = sv_set_lookup(ns, semid);
+	if (!set) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!sv_is_owner(c, set)) {
+		ret = -EPERM;
+		goto out;
+	}
+	sv_sem_lock(set, NULL, 0);
+	if (cmd == SV_IPC_RMID) {
+		sv_freeary(ns, set, wq);
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+		rcu_read_unlock();
+		if (pthread_mutex_unlock(&ns->ids_lock))
+			abort();
+		sv_set_put(set); /* the tables' reference */
+		return 0;
+	}
+
+	/* IPC_SET: ipc_update_perm() */
+	uint32_t uid = ds->uid, gid = ds->gid;
+
+	if (c->ops && c->ops->uid_in && !c->ops->uid_in(c, ds->uid, &uid))
+		ret = -EINVAL;
+	else if (c->ops && c->ops->gid_in && !c->ops->gid_in(c, ds->gid, &gid))
+		ret = -EINVAL;
+	else if (uid == UINT32_MAX || gid == UINT32_MAX)
+		ret = -EINVAL; /* (uid_t)-1 is never a valid id */
+	if (!ret) {
+		SV_SET_RELAXED(&set->uid, uid);
+		SV_SET_RELAXED(&set->gid, gid);
+		SV_SET_RELAXED(&set->mode, ds->mode & 0777);
+		SV_SET_RELAXED(&set->ctime, sv_now());
+	}
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+out:
+	rcu_read_unlock();
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
+	return ret;
+}
+
+long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
+	       struct sv_wakeq *wq)
+{
+	struct semid64_ds_x86_64 ds;
+
+	if (semid < 0)
+		return -EINVAL;
+	switch (cmd) {
+	case SV_IPC_INFO:
+	case SV_SEM_INFO:
+		return semctl_info(c, cmd, arg);
+	case SV_IPC_STAT:
+	case SV_SEM_STAT:
+	case SV_SEM_STAT_ANY:
+		return semctl_stat(c, semid, cmd, arg);
+	case SV_GETALL:
+	case SV_GETVAL:
+	case SV_GETPID:
+	case SV_GETNCNT:
+	case SV_GETZCNT:
+	case SV_SETALL:
+		return semctl_main(c, semid, semnum, cmd, arg, wq);
+	case SV_SETVAL:
+		/* the low 32 bits of the register, as an int */
+		return semctl_setval(c, semid, semnum, (int)(uint32_t)arg, wq);
+	case SV_IPC_SET:
+		if (sv_copy_in(c, arg, &ds, sizeof(ds)))
+			return -EFAULT;
+		return semctl_down(c, semid, cmd, &ds, wq);
+	case SV_IPC_RMID:
+		return semctl_down(c, semid, cmd, NULL, wq);
+	default:
+		return -EINVAL;
+	}
+}

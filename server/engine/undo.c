@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SEM_UNDO: per-process adjust-on-exit values (ipc/sem.c's sem_undo_list and sem_undo).
+ *
+ * A struct sv_proc stands for one thread group in one namespace; its threads share it, as
+ * CLONE_SYSVSEM threads share an undo list. It holds one struct sv_undo per set the process has
+ * used with SEM_UNDO. Each entry is on two lists: the process's (an RCU list, so semop finds its
+ * entry without a lock) and the set's (so SETVAL/SETALL can clear and IPC_RMID can drop them).
+ *
+ * Lifetimes. IPC_RMID unlinks a set's entries from both lists and frees them after a grace
+ * period. Exit applies each entry and unlinks it from its set, but leaves it on the process's
+ * list, marked with semid -1, until the proc itself is freed: a completed waiter that is rolled
+ * back after the exit still looks at its entry, to learn that exit already compensated it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid)
+{
+	struct sv_proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	if (pthread_mutex_init(&p->lock, NULL)) {
+		free(p);
+		return NULL;
+	}
+	CDS_INIT_LIST_HEAD(&p->undos);
+	sv_ns_get(ns);
+	p->ns = ns;
+	p->pid = pid;
+	p->refcount = 1;
+	return p;
+}
+
+void sv_proc_get(struct sv_proc *p)
+{
+	atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);
+}
+
+int32_t sv_proc_pid(const struct sv_proc *p)
+{
+	return p->pid;
+}
+
+static void proc_free_rcu(struct rcu_head *head)
+{
+	struct sv_proc *p = caa_container_of(head, struct sv_proc, rcu);
+	struct sv_undo *un, *tmp;
+
+	/* Only exited entries are left: live ones would still be on a set's list. */
+	cds_list_for_each_entry_safe(un, tmp, &p->undos, proc_node) free(un);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+void sv_proc_put(struct sv_proc *p)
+{
+	if (atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) != 1)
+		return;
+	/* A proc nobody exited would leave entries on sets' lists: exit it now. */
+	if (!atomic_load_explicit(&p->dead, memory_order_acquire)) {
+		struct sv_wakeq wq;
+
+		sv_wakeq_init(&wq);
+		sv_proc_exit(p, &wq);
+		/*
+		 * Waiters released here have nobody to deliver to: a caller that wants them
+		 * delivered calls sv_proc_exit() itself first.
+		 */
+		while (!sv_wakeq_empty(&wq))
+			sv_waiter_free(sv_wakeq_pop(&wq));
+	}
+	/* Not from the callback: the last namespace reference waits for callbacks (rcu_barrier). */
+	sv_ns_put(p->ns);
+	call_rcu(&p->rcu, proc_free_rcu);
+}
+
+/* caller holds p->lock, or is in RCU (the list is an RCU list) */
+static struct sv_undo *lookup_undo(struct sv_proc *p, int semid)
+{
+	struct sv_undo *un;
+
+	cds_list_for_each_entry_rcu(un, &p->undos, proc_node)
+	{
+		if (un->semid == semid)
+			return un;
+	}
+	return NULL;
+}
+
+/*
+ * find_alloc_undo(). Called under rcu_read_lock(); the entry returned stays valid while the set
+ * is locked and un->semid is checked again under that lock.
+ */
+struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *err)
+{
+	struct sv_proc *p = c->proc;
+	struct sv_undo *un, *fresh;
+	struct sv_set *set;
+
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (pthread_mutex_lock(&p->lock))
+		abort();
+	un = lookup_undo(p, semid);
+	if (pthread_mutex_unlock(&p->lock))
+		abort();
+	if (un)
+		return un;
+
+	set = sv_set_lookup(c->ns, semid);
+	if (!set) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	fresh = calloc(1, sizeof(*fresh) + (size_t)set->nsems * sizeof(fresh->semadj[0]));
+	if (!fresh) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+
+	sv_sem_lock(set, NULL, 0);
+	if (set->deleted) {
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+		free(fresh);
+		*err = -EIDRM;
+		return NULL;
+	}
+	if (pthread_mutex_lock(&p->lock))
+		abort();
+	/* Another thread of the process may have been quicker; or the process is gone. */
+	un = lookup_undo(p, semid);
+	if (!un && !atomic_load_explicit(&p->dead, memory_order_relaxed)) {
+		fresh->proc = p;
+		fresh->semid = semid;
+		fresh->nsems = set->nsems;
+		cds_list_add_rcu(&fresh->proc_node, &p->undos);
+		cds_list_add(&fresh->set_node, &set->undos);
+		un = fresh;
+		fresh = NULL;
+	}
+	if (pthread_mutex_unlock(&p->lock))
+		abort();
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	free(fresh);
+	if (!un)
+		*err = -EIDRM;
+	return un;
+}
+
+static void undo_free_rcu(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct sv_undo, rcu));
+}
+
+/* IPC_RMID drops the set's entries. Caller holds the set lock (complex mode), is in RCU. */
+void sv_undo_unlink_all(struct sv_set *set)
+{
+	struct sv_undo *un, *tmp;
+
+	cds_list_for_each_entry_safe(un, tmp, &set->undos, set_node)
+	{
+		struct sv_proc *p = un->proc;
+
+		cds_list_del(&un->set_node);
+		if (pthread_mutex_lock(&p->lock))
+			abort();
+		un->semid = -1;
+		cds_list_del_rcu(&un->proc_node);
+		if (pthread_mutex_unlock(&p->lock))
+			abort();
+		call_rcu(&un->rcu, undo_free_rcu);
+	}
+}
+
+/* The first entry not yet applied, or NULL. Caller holds p->lock. */
+static struct sv_undo *first_live(struct sv_proc *p)
+{
+	struct sv_undo *un;
+
+	cds_list_for_each_entry(un, &p->undos, proc_node)
+	{
+		if (un->semid != -1)
+			return un;
+	}
+	return NULL;
+}
+
+void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
+{
+	struct sv_undo *un;
+
+	if (pthread_mutex_lock(&p->lock))
+		abort();
+	/* Pairs with the acquire in sem.c's orphaned(): from here on its waiters are dropped. */
+	if (atomic_exchange_explicit(&p->dead, true, memory_order_seq_cst)) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	if (pthread_mutex_unlock(&p->lock))
+		abort();
+
+	for (;;) {
+		struct sv_set *set;
+		int semid;
+
+		rcu_read_lock();
+		if (pthread_mutex_lock(&p->lock))
+			abort();
+		un = first_live(p);
+		semid = un ? un->semid : -1;
+		if (pthread_mutex_unlock(&p->lock))
+			abort();
+		if (!un) {
+			rcu_read_unlock();
+			break;
+		}
+
+		set = sv_set_lookup(p->ns, semid);
+		if (!set) {
+			/* IPC_RMID got there first and is unlinking the entry: look again. */
+			rcu_read_unlock();
+			continue;
+		}
+		sv_sem_lock(set, NULL, 0);
+		if (set->deleted) {
+			sv_sem_unlock(set, SV_LOCK_GLOBAL);
+			rcu_read_unlock();
+			continue;
+		}
+		if (pthread_mutex_lock(&p->lock))
+			abort();
+		un = lookup_undo(p, semid);
+		if (un) {
+			cds_list_del(&un->set_node);
+			un->semid = -1;
+		}
+		if (pthread_mutex_unlock(&p->lock))
+			abort();
+		if (!un) {
+			/* removed, and a new set took the same id: nothing to do for it */
+			sv_sem_unlock(set, SV_LOCK_GLOBAL);
+			rcu_read_unlock();
+			continue;
+		}
+
+		for (int i = 0; i < set->nsems && i < un->nsems; i++) {
+			struct sv_sem *sem = &set->sems[i];
+
+			if (!un->semadj[i])
+				continue;
+			sem->semval += un->semadj[i];
+			/* Not defined by SUS; Linux clamps to the valid range. */
+			if (sem->semval < 0)
+				sem->semval = 0;
+			if (sem->semval > SV_SEMVMX)
+				sem->semval = SV_SEMVMX;
+			sem->sempid = p->pid;
+		}
+		sv_do_smart_update(set, NULL, 0, true, wq);
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+		rcu_read_unlock();
+	}
+}
