@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+
+#include "tests/lib/fixture.h"
+
+struct sv_ns *fx_ns;
+
+void fx_setup(void)
+{
+	struct sv_limits lim;
+
+	sv_thread_register();
+	sv_limits_default(&lim);
+	fx_ns = sv_ns_new(&lim);
+	if (!fx_ns)
+		abort();
+}
+
+void fx_teardown(void)
+{
+	sv_ns_put(fx_ns);
+	fx_ns = NULL;
+	sv_thread_unregister();
+}
+
+struct fx_caller *fx_caller_new(struct sv_ns *ns, int32_t pid, uint32_t uid, uint32_t gid)
+{
+	struct fx_caller *fc = calloc(1, sizeof(*fc));
+
+	if (!fc)
+		abort();
+	fc->cred.euid = uid;
+	fc->cred.egid = gid;
+	fc->cred.fsgid = gid;
+	fc->cred.groups = fc->groups;
+	fc->cred.cap_ipc_owner = uid == 0;
+	fc->cred.cap_sys_admin = uid == 0;
+	fc->c.ns = ns;
+	fc->c.cred = &fc->cred;
+	fc->c.proc = sv_proc_new(ns, pid);
+	if (!fc->c.proc)
+		abort();
+	return fc;
+}
+
+struct fx_caller *fx_caller_thread(struct fx_caller *of)
+{
+	struct fx_caller *fc = calloc(1, sizeof(*fc));
+
+	if (!fc)
+		abort();
+	*fc = *of;
+	fc->cred.groups = fc->groups;
+	fc->c.cred = &fc->cred;
+	sv_proc_get(fc->c.proc);
+	return fc;
+}
+
+void fx_caller_exit(struct fx_caller *fc, struct sv_wakeq *wq)
+{
+	struct sv_wakeq local;
+
+	sv_wakeq_init(&local);
+	sv_proc_exit(fc->c.proc, wq ? wq : &local);
+	while (!sv_wakeq_empty(&local))
+		sv_waiter_free(sv_wakeq_pop(&local));
+	sv_proc_put(fc->c.proc);
+	free(fc);
+}
+
+long fx_semop(struct fx_caller *fc, int id, struct sv_park *park, struct sv_wakeq *wq,
+	      unsigned int nsops, const struct sv_sembuf *sops)
+{
+	struct sv_park local = { 0 };
+	struct sv_wakeq lwq;
+	long r;
+
+	sv_wakeq_init(&lwq);
+	r = sv_semtimedop(&fc->c, id, (uint64_t)(uintptr_t)sops, nsops, 0, park ? park : &local,
+			  wq ? wq : &lwq);
+	if (!wq)
+		fx_drain(&lwq, NULL, NULL, 0);
+	if (r == SV_PARKED && !park) {
+		/* nobody wants the ticket: take it back */
+		if (sv_waiter_cancel(local.waiter) == 0)
+			sv_waiter_free(local.waiter);
+	}
+	return r;
+}
+
+long fx_semctl(struct fx_caller *fc, int id, int semnum, int cmd, uint64_t arg, struct sv_wakeq *wq)
+{
+	struct sv_wakeq lwq;
+	long r;
+
+	sv_wakeq_init(&lwq);
+	r = sv_semctl(&fc->c, id, semnum, cmd, arg, wq ? wq : &lwq);
+	if (!wq)
+		fx_drain(&lwq, NULL, NULL, 0);
+	return r;
+}
+
+int fx_getval(struct fx_caller *fc, int id, int semnum)
+{
+	return (int)fx_semctl(fc, id, semnum, SV_GETVAL, 0, NULL);
+}
+
+int fx_drain(struct sv_wakeq *wq, int *res, void **cookies, int cap)
+{
+	struct sv_waiter *w;
+	int n = 0;
+
+	while ((w = sv_wakeq_pop(wq))) {
+		if (n < cap) {
+			if (res)
+				res[n] = sv_waiter_result(w);
+			if (cookies)
+				cookies[n] = sv_waiter_cookie(w);
+		}
+		n++;
+		sv_waiter_free(w);
+	}
+	return n;
+}
