@@ -88,6 +88,8 @@ DEMO_BIN    = $(patsubst demo/%.c,$(O)/demo/%,$(DEMO_SRC))
 ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
               $(patsubst %.c,$(O)/%.o,$(RUN_SRC) $(DAEMON_SRC) $(CTL_SRC))
 
+.SECONDARY:
+
 .PHONY: all run demo test check test-asan test-tsan stress verify bench bench-quick deps \
         install lint format clean tests benches
 
