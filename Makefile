@@ -6,6 +6,7 @@
 #   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-tsan    the lock and engine stress tests under ThreadSanitizer
 #   make verify       model-check the lock's Promela model with spin
+#   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 30)
 #   make bench        the benchmark suite (bench/results/latest.md)
 #   make deps         apt-get install the Debian packages the project needs
 #   make lint|format  clang-format check / rewrite
@@ -90,7 +91,7 @@ ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
 
 .SECONDARY:
 
-.PHONY: all run demo test check test-asan test-tsan stress verify bench bench-quick deps \
+.PHONY: all run demo test check test-asan test-tsan stress verify fuzz bench bench-quick deps \
         install lint format clean tests benches
 
 all: $(BINS) tests benches $(DEMO_BIN)
@@ -175,6 +176,9 @@ stress: $(TEST_BIN)
 
 verify:
 	$(MAKE) -C server/lock/model verify
+
+fuzz:
+	O=$(O) tests/fuzz/run.sh $(or $(FUZZ_SECONDS),30)
 
 bench: all
 	./bench/run.sh $(O) full

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The supervisor: answers the semaphore calls of confined programs from the engine.
+ *
+ * Listener fds (one per seccomp filter: per semvisor-run program tree, per container) are added
+ * to one supervisor. A fixed pool of worker threads serves all of them: workers wait together on
+ * one epoll set holding every listener (EPOLLONESHOT, so exactly one worker receives a given
+ * notification and NOTIF_RECV never blocks), the timer of parked semtimedop calls, and the
+ * pidfds that report process exit for SEM_UNDO. A parked call costs memory, never a thread.
+ *
+ * Used by semvisor-run (one listener; the supervisor ends with its last confined process) and by
+ * semvisord (many listeners, runs until stopped).
+ */
+#ifndef SV_NOTIFY_H
+#define SV_NOTIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine/sem.h"
+
+struct nt_super;
+
+struct nt_config {
+	int nworkers;                 /* 0: one per online CPU */
+	const struct sv_limits *limits; /* for new namespaces; NULL: the host's */
+	FILE *trace;                  /* non-NULL: one line per served call */
+	bool exit_when_idle;          /* run() returns once the last listener is gone */
+	/*
+	 * A namespace's sets end when the last listener whose processes used it is gone (every
+	 * process of a container inherits its filter, so its listener hangs up only when none is
+	 * left: as the container's IPC namespace dies). The supervisor's own IPC namespace and
+	 * named namespaces are exempt: their sets persist, as the host's do in the kernel.
+	 */
+	bool end_namespaces;
+};
+
+struct nt_listener_opts {
+	const char *name;       /* for logs: "pid 1234", a container id, ... */
+	bool cred_traps;        /* its filter traps credential changes (filter.h), so cached
+				   credentials stay exact; otherwise they are re-read per call */
+	const char *ns_name;    /* non-NULL: serve it from this named namespace instead of one
+				   per IPC namespace */
+};
+
+/* Counters, summed over workers when read. */
+enum nt_call {
+	NT_SEMGET,
+	NT_SEMOP,
+	NT_SEMTIMEDOP,
+	NT_SEMCTL,
+	NT_CRED_CHANGE, /* trapped only to drop cached credentials; let through */
+	NT_OTHER,       /* not ours: answered ENOSYS */
+	NT_NCALLS
+};
+
+#define NT_NCMDS   21  /* semctl commands 0..20 */
+#define NT_NERRNO  134
+#define NT_NBUCKET 32  /* log2 histogram buckets of nanoseconds */
+
+struct nt_stats {
+	uint64_t calls[NT_NCALLS];
+	uint64_t semctl_cmds[NT_NCMDS + 1]; /* last: unknown commands */
+	uint64_t errors[NT_NERRNO];         /* answers with this errno */
+	uint64_t parked;      /* operations that waited */
+	uint64_t woken;       /* waiters completed by someone else's call */
+	uint64_t timeouts;    /* semtimedop timeouts */
+	uint64_t interrupted; /* waits ended by a signal or the waiter's death */
+	uint64_t rolled_back; /* completions undone because the answer could not be delivered */
+	uint64_t kept;        /* completions that could not be undone and were kept */
+	uint64_t stale;       /* notifications whose caller was gone before we answered */
+	uint64_t service_ns[NT_NBUCKET]; /* notification received -> answered, non-waiting */
+	uint64_t wait_ns[NT_NBUCKET];    /* parked -> answered */
+	uint64_t listeners_added, listeners_gone;
+	uint64_t processes_exited;
+};
+
+struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen);
+/* Serve a listener; the supervisor owns fd from here on (also on failure). 0 or -errno. */
+int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_opts *opts);
+/* Start the workers (0 or -errno); wait for them to end: nt_super_stop(), or idle if
+   exit_when_idle. run() is both. */
+int nt_super_start(struct nt_super *s);
+void nt_super_wait(struct nt_super *s);
+int nt_super_run(struct nt_super *s);
+/* Ask run() to return; safe from any thread and from signal handlers. */
+void nt_super_stop(struct nt_super *s);
+void nt_super_free(struct nt_super *s);
+
+void nt_super_stats(struct nt_super *s, struct nt_stats *out);
+int nt_super_nlisteners(struct nt_super *s);
+/* The engine namespaces in use (for the control socket). fn returns non-zero to stop. */
+int nt_super_for_each_ns(struct nt_super *s,
+			 int (*fn)(const char *name, struct sv_ns *ns, void *arg), void *arg);
+
+/* A client: one listener (a semvisor-run program tree, a container). */
+struct nt_client_info {
+	char name[64];
+	char ns[64];     /* its fixed namespace, or "" for one per IPC namespace */
+	bool cred_traps;
+	uint64_t calls;  /* notifications received through it */
+	int parked;      /* its calls waiting now */
+};
+
+int nt_super_for_each_client(struct nt_super *s,
+			     int (*fn)(const struct nt_client_info *, void *), void *arg);
+/* Zero every counter: the workers', the namespaces' per-set and per-semaphore ones. */
+void nt_super_reset_stats(struct nt_super *s);
+/* The engine namespace of that name (as nt_super_for_each_ns() names them), or NULL. */
+struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name);
+/* Remove a set as an administrator; its waiters get EIDRM. 0, -ENOENT (no such namespace),
+   -EINVAL (no such set). */
+int nt_super_remove_set(struct nt_super *s, const char *ns, int id);
+/* New limits for one namespace, or (ns NULL) for every namespace and those to come.
+   0, -ENOENT, -ERANGE. */
+int nt_super_set_limits(struct nt_super *s, const char *ns, const struct sv_limits *lim);
+
+/* Human-readable summary (semvisor-run --stats). */
+void nt_stats_print(const struct nt_stats *st, FILE *f);
+
+#endif

@@ -1,0 +1,826 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Serving one notification: decode it, find out who is calling, run the call in the engine,
+ * answer it or park it; and everything that ends a parked call (completion by another call,
+ * timeout, signal, death).
+ *
+ * The cheap path, a semop by a thread whose credentials are cached, costs four system calls:
+ * NOTIF_RECV (super.c), one process_vm_readv of the timeout and sops together, NOTIF_ID_VALID
+ * (so nothing read is used if the caller vanished and its tid was reused), NOTIF_SEND.
+ *
+ * Signals. A caller parked here sleeps interruptibly in the kernel. A caught signal cancels its
+ * notification: without SA_RESTART it returns EINTR at once; with SA_RESTART (or after
+ * SIGSTOP/SIGCONT) the kernel silently restarts the system call as a new notification with the
+ * same arguments. Natively semop never restarts: a wait interrupted by a signal always returns
+ * EINTR. So: a thread has at most one system call in flight, and a new notification from a thread
+ * whose parked call is still registered proves that call dead. If the new call repeats the dead
+ * one exactly, it is the kernel's restart and is answered EINTR; otherwise it is served. A sweep
+ * (every 100 ms) finds parked calls whose caller vanished without calling again, and remembers
+ * them so that a later restart is still answered EINTR. The residue: a handler without SA_RESTART
+ * followed by an immediate retry of the very same call gets one extra EINTR.
+ *
+ * Completions that cannot be delivered (NOTIF_SEND says ENOENT: the caller was interrupted or
+ * died between our decision and our answer) are rolled back in the engine, so no value is lost.
+ * If the caller restarted the call in between, the restart takes the completed result instead.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <linux/audit.h>
+#include <unistd.h>
+
+#include "notify/filter.h"
+#include "notify/notify_int.h"
+
+#define X32_BIT          0x40000000
+#define NR_SEMGET        64
+#define NR_SEMOP         65
+#define NR_SEMCTL        66
+#define NR_SEMTIMEDOP    220
+#define PREFETCH_SOPS    64
+#define OVERFLOW_ID      65534 /* /proc/sys/kernel/overflowuid, as the kernel munges */
+#define SWEEP_BATCH      512   /* parked callers checked per sweep tick */
+
+static void xlock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_lock(m))
+		abort();
+}
+
+static void xunlock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_unlock(m))
+		abort();
+}
+
+static bool id_valid(const struct nt_listener *l, uint64_t id)
+{
+	return ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* Answer a notification: a value, -errno, or (flags) CONTINUE. 0, or -errno from the kernel. */
+static int reply(const struct nt_listener *l, uint64_t id, long val, uint32_t flags)
+{
+	size_t size = l->super->resp_size;
+	union {
+		struct seccomp_notif_resp r;
+		char raw[256];
+	} u;
+
+	memset(&u, 0, size < sizeof(u) ? size : sizeof(u));
+	u.r.id = id;
+	u.r.flags = flags;
+	if (val < 0)
+		u.r.error = (int32_t)val; /* must be negative, or it reads as success */
+	else
+		u.r.val = val;
+	if (ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_SEND, &u.r) == 0)
+		return 0;
+	return -errno;
+}
+
+static int hist_bucket(int64_t ns)
+{
+	int b = 0;
+
+	while (ns > 1 && b < NT_NBUCKET - 1) {
+		ns >>= 1;
+		b++;
+	}
+	return b;
+}
+
+static void count_answer(struct nt_stats *st, long val)
+{
+	if (val < 0 && -val < NT_NERRNO)
+		NT_ADD(st, errors[-val], 1);
+}
+
+static bool same_call(const struct nt_callsig *sig, int nr, const uint64_t *args)
+{
+	return sig->valid && sig->nr == nr && !memcmp(sig->args, args, sizeof(sig->args));
+}
+
+static void record(struct nt_callsig *sig, int nr, const uint64_t *args, long result)
+{
+	sig->valid = true;
+	sig->nr = nr;
+	memcpy(sig->args, args, sizeof(sig->args));
+	sig->result = result;
+}
+
+static const char *call_name(int nr)
+{
+	switch (nr) {
+	case NR_SEMGET:
+		return "semget";
+	case NR_SEMOP:
+		return "semop";
+	case NR_SEMTIMEDOP:
+		return "semtimedop";
+	case NR_SEMCTL:
+		return "semctl";
+	}
+	return "?";
+}
+
+static void trace(struct nt_super *s, int32_t tid, int nr, const uint64_t *a, long val,
+		  const char *how)
+{
+	char res[64];
+
+	if (!s->cfg.trace)
+		return;
+	if (val < 0)
+		snprintf(res, sizeof(res), "-1 %s", strerrorname_np((int)-val) ?: "E?");
+	else
+		snprintf(res, sizeof(res), "%ld", val);
+	if (nr == NR_SEMGET)
+		fprintf(s->cfg.trace, "semvisor: [%d] semget(%#x, %d, %#o) = %s%s\n", tid,
+			(unsigned int)a[0], (int)a[1], (unsigned int)a[2], res, how);
+	else if (nr == NR_SEMCTL)
+		fprintf(s->cfg.trace, "semvisor: [%d] semctl(%d, %d, %d, %#llx) = %s%s\n", tid,
+			(int)a[0], (int)a[1], (int)a[2], (unsigned long long)a[3], res, how);
+	else
+		fprintf(s->cfg.trace, "semvisor: [%d] %s(%d, %#llx, %u%s) = %s%s\n", tid,
+			call_name(nr), (int)a[0], (unsigned long long)a[1], (unsigned int)a[2],
+			nr == NR_SEMTIMEDOP && a[3] ? ", timeout" : "", res, how);
+}
+
+/* ---- requests ---- */
+
+void nt_req_put(struct nt_req *r)
+{
+	if (atomic_fetch_sub_explicit(&r->refcount, 1, memory_order_acq_rel) != 1)
+		return;
+	nt_thread_put(r->thr);
+	nt_listener_put(r->l);
+	free(r);
+}
+
+/* ---- timers (a min-heap of deadlines behind one timerfd) ---- */
+
+static void heap_swap(struct nt_super *s, int i, int j)
+{
+	struct nt_req *t = s->timers[i];
+
+	s->timers[i] = s->timers[j];
+	s->timers[j] = t;
+	s->timers[i]->heap_idx = i;
+	s->timers[j]->heap_idx = j;
+}
+
+static void heap_up(struct nt_super *s, int i)
+{
+	while (i > 0 && s->timers[(i - 1) / 2]->deadline_ns > s->timers[i]->deadline_ns) {
+		heap_swap(s, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void heap_down(struct nt_super *s, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < s->ntimers && s->timers[l]->deadline_ns < s->timers[m]->deadline_ns)
+			m = l;
+		if (r < s->ntimers && s->timers[r]->deadline_ns < s->timers[m]->deadline_ns)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(s, i, m);
+		i = m;
+	}
+}
+
+/* caller holds timers_lock */
+static void timerfd_arm(struct nt_super *s)
+{
+	struct itimerspec its = { 0 };
+
+	if (s->ntimers) {
+		int64_t d = s->timers[0]->deadline_ns;
+
+		its.it_value.tv_sec = d / 1000000000;
+		its.it_value.tv_nsec = d % 1000000000;
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+	}
+	if (timerfd_settime(s->timer.fd, TFD_TIMER_ABSTIME, &its, NULL))
+		abort();
+}
+
+static int timer_add(struct nt_super *s, struct nt_req *r)
+{
+	xlock(&s->timers_lock);
+	if (s->ntimers == s->timers_cap) {
+		int cap = s->timers_cap ? s->timers_cap * 2 : 64;
+		struct nt_req **t = realloc(s->timers, (size_t)cap * sizeof(*t));
+
+		if (!t) {
+			xunlock(&s->timers_lock);
+			return -ENOMEM;
+		}
+		s->timers = t;
+		s->timers_cap = cap;
+	}
+	atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed); /* the heap's */
+	r->heap_idx = s->ntimers;
+	s->timers[s->ntimers++] = r;
+	heap_up(s, r->heap_idx);
+	if (r->heap_idx == 0)
+		timerfd_arm(s);
+	xunlock(&s->timers_lock);
+	return 0;
+}
+
+/* Remove r from the heap if it is there. Returns whether it was (the heap's reference moved to
+   the caller). caller holds timers_lock */
+static bool heap_remove(struct nt_super *s, struct nt_req *r)
+{
+	int i = r->heap_idx;
+
+	if (i < 0)
+		return false;
+	r->heap_idx = -1;
+	if (i != --s->ntimers) {
+		s->timers[i] = s->timers[s->ntimers];
+		s->timers[i]->heap_idx = i;
+		heap_down(s, i);
+		heap_up(s, i);
+	}
+	return true;
+}
+
+/* A parked call is finished: out of the timer heap and the sweep list. */
+static void req_detach(struct nt_super *s, struct nt_req *r)
+{
+	bool had_timer;
+
+	xlock(&s->timers_lock);
+	had_timer = heap_remove(s, r);
+	xunlock(&s->timers_lock);
+	if (had_timer)
+		nt_req_put(r);
+	xlock(&s->parked_lock);
+	if (!cds_list_empty(&r->parked_node))
+		cds_list_del_init(&r->parked_node);
+	xunlock(&s->parked_lock);
+}
+
+void nt_timers_expire(struct nt_worker *wk)
+{
+	struct nt_super *s = wk->super;
+	struct nt_req *due[64];
+	int n = 0;
+	uint64_t ticks;
+	int64_t now = nt_now_ns();
+
+	if (read(s->timer.fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		abort();
+	xlock(&s->timers_lock);
+	while (s->ntimers && s->timers[0]->deadline_ns <= now && n < 64) {
+		due[n] = s->timers[0];
+		heap_remove(s, due[n]); /* its reference is ours now */
+		n++;
+	}
+	timerfd_arm(s);
+	xunlock(&s->timers_lock);
+	nt_rearm(s, &s->timer);
+
+	for (int i = 0; i < n; i++) {
+		struct nt_req *r = due[i];
+		struct nt_thread *thr = r->thr;
+		bool mine = false;
+
+		xlock(&thr->lock);
+		if (thr->parked == r && sv_waiter_cancel(r->w) == 0) {
+			thr->parked = NULL;
+			mine = true;
+		}
+		xunlock(&thr->lock);
+		if (mine) {
+			long val = -EAGAIN;
+
+			req_detach(s, r);
+			if (reply(r->l, r->id, val, 0) == 0) {
+				NT_ADD(&wk->stats, timeouts, 1);
+				count_answer(&wk->stats, val);
+			} else {
+				NT_ADD(&wk->stats, stale, 1);
+			}
+			trace(s, thr->tid, r->nr, r->args, val, " (timed out)");
+			sv_waiter_free(r->w);
+			nt_req_put(r); /* the parked call's */
+		}
+		nt_req_put(r); /* the heap's */
+	}
+}
+
+/* ---- ends of parked calls ---- */
+
+void nt_drop_parked(struct nt_worker *wk, struct nt_thread *thr, bool remember)
+{
+	struct nt_req *r = thr->parked;
+	struct nt_super *s = r->l->super;
+
+	thr->parked = NULL;
+	if (remember)
+		record(&thr->interrupted, r->nr, r->args, -EINTR);
+	NT_ADD(NT_STATS(s, wk), interrupted, 1);
+	if (sv_waiter_cancel(r->w) == 0) {
+		req_detach(s, r);
+		sv_waiter_free(r->w);
+		nt_req_put(r);
+	}
+	/* else it was completed and sits on a wake queue: its answer will fail and roll back */
+}
+
+void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
+{
+	struct sv_waiter *w;
+
+	while ((w = sv_wakeq_pop(wq))) {
+		struct nt_req *r = sv_waiter_cookie(w);
+		struct nt_thread *thr = r->thr;
+		struct nt_super *s = r->l->super;
+		struct nt_stats *st = NT_STATS(s, wk);
+		int status = sv_waiter_result(w);
+		bool adopted;
+
+		xlock(&thr->lock);
+		if (thr->parked == r)
+			thr->parked = NULL;
+		adopted = r->adopted;
+		xunlock(&thr->lock);
+		req_detach(s, r);
+
+		if (adopted) {
+			/* the caller's restart took this result (serve_sem) */
+		} else if (reply(r->l, r->id, status, 0) == 0) {
+			NT_ADD(st, woken, 1);
+			NT_ADD(st, wait_ns[hist_bucket(nt_now_ns() - r->parked_ns)], 1);
+			count_answer(st, status);
+			trace(s, thr->tid, r->nr, r->args, status, " (after waiting)");
+		} else if (sv_waiter_rollback(w, wq) == -ERANGE) {
+			/*
+			 * Later calls used what it produced: it stays done. If the caller restarts
+			 * it, the restart gets this result.
+			 */
+			xlock(&thr->lock);
+			record(&thr->kept, r->nr, r->args, status);
+			xunlock(&thr->lock);
+			NT_ADD(st, kept, 1);
+		} else if (status == 0) {
+			NT_ADD(st, rolled_back, 1);
+		} else {
+			NT_ADD(st, stale, 1);
+		}
+		sv_waiter_free(w);
+		nt_req_put(r);
+	}
+}
+
+void nt_sweep(struct nt_worker *wk)
+{
+	struct nt_super *s = wk->super;
+	struct nt_req *batch[SWEEP_BATCH];
+	struct nt_req *r, *tmp;
+	int n = 0;
+
+	/* Check a batch from the front, and move it to the back for next time. */
+	xlock(&s->parked_lock);
+	cds_list_for_each_entry_safe(r, tmp, &s->parked, parked_node)
+	{
+		if (n == SWEEP_BATCH)
+			break;
+		atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
+		batch[n++] = r;
+	}
+	for (int i = 0; i < n; i++) {
+		cds_list_del(&batch[i]->parked_node);
+		cds_list_add_tail(&batch[i]->parked_node, &s->parked);
+	}
+	xunlock(&s->parked_lock);
+
+	for (int i = 0; i < n; i++) {
+		r = batch[i];
+		if (!id_valid(r->l, r->id)) {
+			struct nt_thread *thr = r->thr;
+
+			xlock(&thr->lock);
+			if (thr->parked == r)
+				nt_drop_parked(wk, thr, true);
+			xunlock(&thr->lock);
+		}
+		nt_req_put(r);
+	}
+}
+
+void nt_listener_gone(struct nt_worker *wk, struct nt_listener *l)
+{
+	struct nt_super *s = wk->super;
+	struct nt_req *r;
+
+	/* No task uses the filter: every call parked through it is dead. */
+	for (;;) {
+		struct nt_req *found = NULL;
+
+		xlock(&s->parked_lock);
+		cds_list_for_each_entry(r, &s->parked, parked_node)
+		{
+			if (r->l == l) {
+				atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
+				found = r;
+				break;
+			}
+		}
+		xunlock(&s->parked_lock);
+		if (!found)
+			return;
+		xlock(&found->thr->lock);
+		if (found->thr->parked == found)
+			nt_drop_parked(wk, found->thr, false);
+		xunlock(&found->thr->lock);
+		/* whatever happened, it is no longer on the list once detached */
+		xlock(&s->parked_lock);
+		if (!cds_list_empty(&found->parked_node))
+			cds_list_del_init(&found->parked_node);
+		xunlock(&s->parked_lock);
+		nt_req_put(found);
+	}
+}
+
+/* ---- the caller's side, as the engine sees it ---- */
+
+struct call_ctx {
+	struct sv_caller c;
+	struct nt_super *s;
+	struct nt_listener *l;
+	struct nt_thread *thr;
+	uint64_t id;
+	struct {
+		uint64_t addr;
+		size_t len;
+		int err;
+		const void *data;
+	} pre[2];
+	int npre;
+	struct timespec ts;
+	struct sv_sembuf sops[PREFETCH_SOPS];
+};
+
+static int op_read(const struct sv_caller *c, uint64_t addr, void *buf, size_t len)
+{
+	struct call_ctx *cx = c->priv;
+
+	for (int i = 0; i < cx->npre; i++) {
+		if (cx->pre[i].addr == addr && cx->pre[i].len == len) {
+			if (cx->pre[i].err)
+				return -EFAULT;
+			memcpy(buf, cx->pre[i].data, len);
+			return 0;
+		}
+	}
+	if (tgt_read(cx->thr->tid, addr, buf, len))
+		return -EFAULT;
+	/* Read first, then make sure it was our caller we read: only then act on it. */
+	if (!id_valid(cx->l, cx->id))
+		return -EFAULT;
+	return 0;
+}
+
+static int op_write(const struct sv_caller *c, uint64_t addr, const void *buf, size_t len)
+{
+	struct call_ctx *cx = c->priv;
+
+	/* Never write into a process that is not our caller any more. */
+	if (!id_valid(cx->l, cx->id))
+		return -EFAULT;
+	return tgt_write(cx->thr->tid, addr, buf, len) ? -EFAULT : 0;
+}
+
+static int32_t op_pid_out(const struct sv_caller *c, int32_t pid)
+{
+	struct call_ctx *cx = c->priv;
+
+	return nt_pid_for(cx->s, cx->thr, pid);
+}
+
+static uint32_t op_uid_out(const struct sv_caller *c, uint32_t uid)
+{
+	struct call_ctx *cx = c->priv;
+	uint32_t in;
+
+	if (!cx->thr->userns)
+		return uid;
+	return tgt_idmap_to_inside(&cx->thr->userns->uid, uid, &in) ? in : OVERFLOW_ID;
+}
+
+static uint32_t op_gid_out(const struct sv_caller *c, uint32_t gid)
+{
+	struct call_ctx *cx = c->priv;
+	uint32_t in;
+
+	if (!cx->thr->userns)
+		return gid;
+	return tgt_idmap_to_inside(&cx->thr->userns->gid, gid, &in) ? in : OVERFLOW_ID;
+}
+
+static bool op_uid_in(const struct sv_caller *c, uint32_t uid, uint32_t *out)
+{
+	struct call_ctx *cx = c->priv;
+
+	if (uid == UINT32_MAX)
+		return false;
+	if (!cx->thr->userns) {
+		*out = uid;
+		return true;
+	}
+	return tgt_idmap_to_outside(&cx->thr->userns->uid, uid, out);
+}
+
+static bool op_gid_in(const struct sv_caller *c, uint32_t gid, uint32_t *out)
+{
+	struct call_ctx *cx = c->priv;
+
+	if (gid == UINT32_MAX)
+		return false;
+	if (!cx->thr->userns) {
+		*out = gid;
+		return true;
+	}
+	return tgt_idmap_to_outside(&cx->thr->userns->gid, gid, out);
+}
+
+static const struct sv_caller_ops caller_ops = {
+	.read = op_read,
+	.write = op_write,
+	.pid_out = op_pid_out,
+	.uid_out = op_uid_out,
+	.gid_out = op_gid_out,
+	.uid_in = op_uid_in,
+	.gid_in = op_gid_in,
+};
+
+/*
+ * semop/semtimedop read the timeout and the sops: read them both now, in one system call, so a
+ * single NOTIF_ID_VALID covers them. The engine then takes them from here, in its own order of
+ * checks (a bad timeout pointer still fails first, too many sops still fail before any read).
+ */
+static bool prefetch(struct call_ctx *cx, int nr, const uint64_t *args)
+{
+	unsigned int nsops = (unsigned int)args[2];
+	uint64_t tsaddr = nr == NR_SEMTIMEDOP ? args[3] : 0;
+	size_t sops_len = nsops >= 1 && nsops <= PREFETCH_SOPS ? nsops * sizeof(cx->sops[0]) : 0;
+	int r1, r2;
+
+	if (!sops_len && !tsaddr)
+		return false;
+	tgt_read2(cx->thr->tid, tsaddr, &cx->ts, tsaddr ? sizeof(cx->ts) : 0, &r1, args[1],
+		  cx->sops, sops_len, &r2);
+	if (tsaddr)
+		cx->pre[cx->npre++] = (typeof(cx->pre[0])){ tsaddr, sizeof(cx->ts), r1, &cx->ts };
+	if (sops_len)
+		cx->pre[cx->npre++] = (typeof(cx->pre[0])){ args[1], sops_len, r2, cx->sops };
+	return true;
+}
+
+/* A trapped credential change: forget what we cached, then let the call run. */
+static void serve_cred_change(struct nt_worker *wk, struct nt_listener *l,
+			      const struct seccomp_notif *n, int nr)
+{
+	struct nt_thread *thr = nt_thread_find(wk->super, (int32_t)n->pid);
+
+	if (thr) {
+		if (nr == SYS_execve || nr == SYS_execveat)
+			nt_process_invalidate_all(thr->proc, thr->tid != thr->proc->tgid);
+		else
+			nt_thread_invalidate(thr);
+		nt_thread_put(thr);
+	}
+	NT_ADD(&wk->stats, calls[NT_CRED_CHANGE], 1);
+	/* CONTINUE is no security decision here: the call runs as it would without us. */
+	reply(l, n->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+}
+
+static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
+		      int nr, int64_t t0)
+{
+	struct nt_super *s = wk->super;
+	const uint64_t *args = (const uint64_t *)n->data.args;
+	struct call_ctx cx;
+	struct sv_park park = { 0 };
+	struct sv_wakeq wq;
+	struct nt_thread *thr;
+	struct nt_req *req = NULL;
+	bool read_something = false, early = false, parked = false;
+	long val = 0;
+	int err = 0;
+
+	sv_wakeq_init(&wq);
+	thr = nt_thread_get(s, (int32_t)n->pid, &err);
+	if (!thr) {
+		/* gone already (ESRCH): nobody to answer; otherwise say why we cannot serve */
+		if (err != -ESRCH && reply(l, n->id, err == -ENOMEM ? -ENOMEM : -EAGAIN, 0))
+			NT_ADD(&wk->stats, stale, 1);
+		return;
+	}
+
+	xlock(&thr->lock);
+	if (!atomic_load_explicit(&thr->valid, memory_order_relaxed) || !l->cred_traps ||
+	    thr->proc->volatile_creds) {
+		err = nt_thread_refresh(s, thr);
+		read_something = true;
+	}
+	if (l->fixed_ns)
+		thr->ns = l->fixed_ns;
+	if (thr->ns && thr->ns != thr->ns_noted) {
+		nt_listener_uses(s, l, thr->ns);
+		thr->ns_noted = thr->ns;
+	}
+
+	/* One system call at a time per thread: a parked one is dead. */
+	if (thr->parked) {
+		struct nt_req *old = thr->parked;
+		bool restart = old->nr == nr && !memcmp(old->args, args, sizeof(old->args));
+
+		thr->parked = NULL;
+		NT_ADD(&wk->stats, interrupted, 1);
+		if (sv_waiter_cancel(old->w) == 0) {
+			req_detach(s, old);
+			sv_waiter_free(old->w);
+			nt_req_put(old);
+			if (restart) {
+				/* the kernel restarted an interrupted wait: natively that is EINTR */
+				val = -EINTR;
+				early = true;
+			}
+		} else if (restart) {
+			/* It completed before its answer could go: the restart takes the result. */
+			old->adopted = true;
+			val = sv_waiter_result(old->w);
+			early = true;
+		}
+		/* else it completed and its answer will fail: the deliverer rolls it back */
+	} else if (same_call(&thr->interrupted, nr, args)) {
+		val = -EINTR;
+		early = true;
+	} else if (same_call(&thr->kept, nr, args)) {
+		val = thr->kept.result;
+		early = true;
+	}
+	thr->interrupted.valid = thr->kept.valid = false;
+	if (early || err) {
+		xunlock(&thr->lock);
+		if (err)
+			val = err == -ESRCH ? -ESRCH : err;
+		if (err != -ESRCH && reply(l, n->id, val, 0) == 0)
+			count_answer(&wk->stats, val);
+		trace(s, thr->tid, nr, args, val, early ? " (restart of an interrupted call)" : "");
+		nt_thread_put(thr);
+		return;
+	}
+
+	memset(&cx, 0, offsetof(struct call_ctx, ts));
+	cx.s = s;
+	cx.l = l;
+	cx.thr = thr;
+	cx.id = n->id;
+	cx.c.ns = thr->ns->ns;
+	cx.c.cred = &thr->cred;
+	cx.c.ops = &caller_ops;
+	cx.c.priv = &cx;
+	cx.c.proc = nt_process_svp(thr, &wq);
+	if ((nr == NR_SEMOP || nr == NR_SEMTIMEDOP) && prefetch(&cx, nr, args))
+		read_something = true;
+	/* Whatever we read (/proc, memory) belongs to our caller only if it is still waiting. */
+	if (read_something && !id_valid(l, n->id)) {
+		xunlock(&thr->lock);
+		NT_ADD(&wk->stats, stale, 1);
+		goto out;
+	}
+
+	switch (nr) {
+	case NR_SEMGET:
+		val = sv_semget(&cx.c, (int32_t)args[0], (int)args[1], (int)args[2]);
+		break;
+	case NR_SEMOP:
+	case NR_SEMTIMEDOP:
+		if (!wk->spare)
+			wk->spare = malloc(sizeof(*wk->spare));
+		req = wk->spare;
+		if (!req) {
+			val = -ENOMEM;
+			break;
+		}
+		park.cookie = req;
+		val = sv_semtimedop(&cx.c, (int)args[0], args[1], (unsigned int)args[2],
+				    nr == NR_SEMTIMEDOP ? args[3] : 0, &park, &wq);
+		parked = val == SV_PARKED; /* only a semop's 1 means that; GETVAL's is a value */
+		break;
+	case NR_SEMCTL:
+		NT_ADD(&wk->stats,
+		       semctl_cmds[(unsigned int)args[2] < NT_NCMDS ? (int)args[2] : NT_NCMDS], 1);
+		val = sv_semctl(&cx.c, (int)args[0], (int)args[1], (int)args[2], args[3], &wq);
+		break;
+	}
+
+	if (parked) {
+		wk->spare = NULL; /* the parked call owns it now */
+		memset(req, 0, sizeof(*req));
+		req->refcount = 1; /* the parked call's: whoever ends it drops it */
+		req->l = l;
+		atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
+		req->thr = thr;
+		atomic_fetch_add_explicit(&thr->refcount, 1, memory_order_relaxed);
+		req->id = n->id;
+		req->nr = nr;
+		memcpy(req->args, args, sizeof(req->args));
+		req->w = park.waiter;
+		req->received_ns = t0;
+		req->parked_ns = nt_now_ns();
+		req->heap_idx = -1;
+		CDS_INIT_LIST_HEAD(&req->parked_node);
+		thr->parked = req;
+		xlock(&s->parked_lock);
+		cds_list_add_tail(&req->parked_node, &s->parked);
+		xunlock(&s->parked_lock);
+		if (park.timed) {
+			/* the kernel counts the timeout from the call's entry */
+			req->deadline_ns =
+				t0 + park.timeout.tv_sec * 1000000000LL + park.timeout.tv_nsec;
+			if (timer_add(s, req) && sv_waiter_cancel(req->w) == 0) {
+				/* no memory for the timer: take the call back and say so */
+				thr->parked = NULL;
+				req_detach(s, req);
+				sv_waiter_free(req->w);
+				nt_req_put(req);
+				req = NULL;
+				val = -ENOMEM;
+				parked = false;
+			}
+			/* (if it completed meanwhile, its deliverer answers it) */
+		}
+		if (req) {
+			NT_ADD(&wk->stats, parked, 1);
+			req = NULL; /* owned by the parked call now */
+		}
+	}
+	xunlock(&thr->lock);
+
+	if (!parked) {
+		if (reply(l, n->id, val, 0) == 0) {
+			count_answer(&wk->stats, val);
+			NT_ADD(&wk->stats, service_ns[hist_bucket(nt_now_ns() - t0)], 1);
+		} else {
+			NT_ADD(&wk->stats, stale, 1);
+		}
+		trace(s, thr->tid, nr, args, val, "");
+	}
+out:
+	if (cx.c.proc)
+		sv_proc_put(cx.c.proc);
+	nt_deliver(wk, &wq);
+	nt_thread_put(thr);
+}
+
+void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n)
+{
+	int64_t t0 = nt_now_ns();
+	int nr = n->data.nr;
+
+	if (n->data.arch == AUDIT_ARCH_X86_64) {
+		nr &= ~X32_BIT; /* x32 uses the same calls with this bit set */
+		switch (nr) {
+		case NR_SEMGET:
+			NT_ADD(&wk->stats, calls[NT_SEMGET], 1);
+			serve_sem(wk, l, n, nr, t0);
+			return;
+		case NR_SEMOP:
+			NT_ADD(&wk->stats, calls[NT_SEMOP], 1);
+			serve_sem(wk, l, n, nr, t0);
+			return;
+		case NR_SEMTIMEDOP:
+			NT_ADD(&wk->stats, calls[NT_SEMTIMEDOP], 1);
+			serve_sem(wk, l, n, nr, t0);
+			return;
+		case NR_SEMCTL:
+			NT_ADD(&wk->stats, calls[NT_SEMCTL], 1);
+			serve_sem(wk, l, n, nr, t0);
+			return;
+		}
+		if (filter_is_cred_change(nr)) {
+			serve_cred_change(wk, l, n, nr);
+			return;
+		}
+	}
+	/* Not a call we serve (another filter's rules, another ABI): as if it did not exist. */
+	NT_ADD(&wk->stats, calls[NT_OTHER], 1);
+	reply(l, n->id, -ENOSYS, 0);
+}

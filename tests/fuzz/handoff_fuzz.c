@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for ho_parse, the reader of agent messages (server/notify/handoff.c): the
+ * bytes any process that can connect to the agent socket controls.
+ *
+ * FUZZ_SOURCES: server/notify/handoff.c
+ *
+ * Build and run by hand (tests/fuzz/run.sh does the same for every target here):
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+ *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_fuzz.c server/notify/handoff.c \
+ *         -o build/fuzz/handoff_fuzz
+ *   build/fuzz/handoff_fuzz -max_total_time=30 -dict=tests/fuzz/handoff.dict \
+ *         NEW_CORPUS_DIR tests/fuzz/corpus/handoff
+ *
+ * Beyond "no crash, no sanitizer report", it checks what the header promises: 0 or -EPROTO; on
+ * success a pid in range, a slot index, NUL-terminated strings; on failure a zeroed result and a
+ * sentence; the same answer every time; and that the verdict depends on the object alone
+ * (trailing whitespace changes nothing, any other trailing byte is refused).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "notify/handoff.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "handoff_fuzz: %s:%d: %s\n", __FILE__, __LINE__, #cond);   \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static bool terminated(const char *s, size_t cap)
+{
+	return memchr(s, '\0', cap) != NULL;
+}
+
+static int parse(const uint8_t *data, size_t size, struct ho_info *info, int *idx, char *err,
+		 size_t errlen)
+{
+	return ho_parse((const char *)data, size, info, idx, err, errlen);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const struct ho_info zero;
+	struct ho_info info, again;
+	char err[256], err2[256], tiny[3];
+	int idx, idx2, rc, rc2;
+	uint8_t *more;
+
+	memset(&info, 0xa5, sizeof(info));
+	memset(err, 0xa5, sizeof(err));
+	rc = parse(data, size, &info, &idx, err, sizeof(err));
+	CHECK(rc == 0 || rc == -EPROTO);
+	CHECK(terminated(err, sizeof(err)));
+	if (rc == 0) {
+		CHECK(err[0] == '\0');
+		CHECK(info.pid > 0);
+		CHECK(idx >= 0 && idx < 16);
+		CHECK(terminated(info.id, sizeof(info.id)));
+		CHECK(terminated(info.metadata, sizeof(info.metadata)));
+		CHECK(terminated(info.bundle, sizeof(info.bundle)));
+	} else {
+		CHECK(err[0] != '\0');
+		CHECK(idx == -1);
+		CHECK(!memcmp(&info, &zero, sizeof(info)));
+	}
+
+	/* deterministic, and the error buffer's size changes only the sentence's length */
+	rc2 = parse(data, size, &again, &idx2, err2, sizeof(err2));
+	CHECK(rc2 == rc && idx2 == idx && !memcmp(&again, &info, sizeof(info)));
+	CHECK(!strcmp(err, err2));
+	memset(tiny, 0xa5, sizeof(tiny));
+	CHECK(parse(data, size, &again, &idx2, tiny, sizeof(tiny)) == rc);
+	CHECK(terminated(tiny, sizeof(tiny)));
+	CHECK(parse(data, size, &again, &idx2, NULL, 0) == rc);
+
+	/* one byte more: whitespace keeps the verdict, anything else after an object is refused */
+	if (size < HO_MAX_MESSAGE) {
+		more = malloc(size + 1);
+		CHECK(more);
+		if (size)
+			memcpy(more, data, size);
+		more[size] = '\n';
+		CHECK(parse(more, size + 1, &again, &idx2, NULL, 0) == rc);
+		more[size] = 'x';
+		if (rc == 0)
+			CHECK(parse(more, size + 1, &again, &idx2, NULL, 0) == -EPROTO);
+		free(more);
+	}
+	return 0;
+}
