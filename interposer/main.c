@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * semvisor-run: run a program with its System V semaphores served by semvisor.
+ *
+ * Three processes:
+ *   semvisor-run (this one)   waits for the program and passes its exit status on, forwards
+ *                             signals sent to it, prints --stats at the end;
+ *   the supervisor            forked first, in its own session (terminal signals do not reach
+ *                             it), serves the program tree until its last process is gone, so
+ *                             background children keep their semaphores after the program
+ *                             itself exits;
+ *   the program               installs the filter, hands the listener to the supervisor (or to
+ *                             semvisord with --daemon) in the OCI agent message shape, waits
+ *                             for the supervisor to take it, then execs.
+ * The program is a child of semvisor-run, never of the supervisor, so its wait() calls cannot
+ * meet the supervisor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "notify/filter.h"
+#include "notify/handoff.h"
+#include "notify/notify.h"
+
+#define EXIT_SELF      125 /* semvisor-run itself failed, as env(1) and timeout(1) */
+#define EXIT_CANNOT    126 /* the program was found but could not be run */
+#define EXIT_NOTFOUND  127
+#define DEFAULT_AGENT  "/run/semvisor/agent.sock"
+#define HANDOFF_MS     10000
+
+#ifndef SEMVISOR_VERSION
+#define SEMVISOR_VERSION "0.1"
+#endif
+
+struct options {
+	bool verbose;
+	bool stats;
+	int workers;
+	bool have_limits;
+	struct sv_limits limits;
+	const char *daemon; /* agent socket, or NULL for an embedded supervisor */
+	char **argv;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: semvisor-run [OPTION]... [--] PROGRAM [ARGUMENT]...\n"
+		"Run PROGRAM with its System V semaphores (semget, semop, semtimedop, semctl)\n"
+		"served by semvisor, with the semantics of the Linux kernel, instead of the\n"
+		"kernel's own. Everything PROGRAM starts is served too. Exit status, signals and\n"
+		"standard input and output pass through as if PROGRAM ran alone.\n"
+		"\n"
+		"  -v, --verbose          print one line per served call on standard error\n"
+		"      --stats            print a summary of what was served when PROGRAM exits\n"
+		"      --limits=MSL,MNS,OPM,MNI\n"
+		"                         semaphore limits, as /proc/sys/kernel/sem orders them:\n"
+		"                         per set, in all, per semop call, sets (at most 32768);\n"
+		"                         default: the host's /proc/sys/kernel/sem\n"
+		"      --workers=N        serve with N worker threads (default: one per CPU)\n"
+		"      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
+		"                         embedded supervisor; SOCKET defaults to\n"
+		"                         " DEFAULT_AGENT "\n"
+		"  -h, --help             show this help and exit\n"
+		"  -V, --version          show the version and exit\n"
+		"\n"
+		"With the embedded supervisor, semaphores live as long as a process of PROGRAM's\n"
+		"tree does; each IPC namespace PROGRAM uses has its own. With --daemon they are\n"
+		"shared with every other program semvisord serves in the same IPC namespace.\n"
+		"\n"
+		"Exit status: PROGRAM's (if it dies from a signal, semvisor-run dies from the same\n"
+		"signal); 125 if semvisor-run itself fails (for example when seccomp user\n"
+		"notification is unavailable, or another supervisor's filter is already installed\n"
+		"above); 126 if PROGRAM cannot be run; 127 if it is not found.\n");
+}
+
+static int parse_limits(const char *s, struct sv_limits *l)
+{
+	char extra;
+
+	if (sscanf(s, "%d,%d,%d,%d%c", &l->semmsl, &l->semmns, &l->semopm, &l->semmni, &extra) !=
+	    4)
+		return -1;
+	if (l->semmsl < 1 || l->semmns < 1 || l->semopm < 1 || l->semmni < 0 ||
+	    l->semmni > SV_IPCMNI)
+		return -1;
+	return 0;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_STATS = 256, OPT_LIMITS, OPT_WORKERS, OPT_DAEMON };
+	static const struct option longopts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "limits", required_argument, NULL, OPT_LIMITS },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "daemon", optional_argument, NULL, OPT_DAEMON },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	/* '+': stop at the first non-option, so PROGRAM's own options are left alone */
+	while ((c = getopt_long(argc, argv, "+vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			o->verbose = true;
+			break;
+		case OPT_STATS:
+			o->stats = true;
+			break;
+		case OPT_LIMITS:
+			if (parse_limits(optarg, &o->limits)) {
+				fprintf(stderr,
+					"semvisor-run: --limits wants four numbers MSL,MNS,OPM,MNI "
+					"(MNI at most %d), not '%s'\n",
+					SV_IPCMNI, optarg);
+				exit(EXIT_SELF);
+			}
+			o->have_limits = true;
+			break;
+		case OPT_WORKERS: {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+
+			if (*end || n < 1 || n > 1024) {
+				fprintf(stderr,
+					"semvisor-run: --workers wants a number from 1 to 1024, "
+					"not '%s'\n",
+					optarg);
+				exit(EXIT_SELF);
+			}
+			o->workers = (int)n;
+			break;
+		}
+		case OPT_DAEMON:
+			o->daemon = optarg ? optarg : DEFAULT_AGENT;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("semvisor-run %s\n", SEMVISOR_VERSION);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'semvisor-run --help' for more information.\n");
+			exit(EXIT_SELF);
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "semvisor-run: no PROGRAM given\n"
+				"Try 'semvisor-run --help' for more information.\n");
+		exit(EXIT_SELF);
+	}
+	o->argv = argv + optind;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("semvisor-run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EXIT_SELF);
+}
+
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n == 0)
+			break;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* ---- the supervisor process ---- */
+
+static struct nt_super *the_super;
+
+/* Answer stats requests from semvisor-run until it hangs up. */
+static void *stats_server(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char req;
+
+	while (read_full(fd, &req, 1) == 1) {
+		struct nt_stats st;
+
+		nt_super_stats(the_super, &st);
+		if (write(fd, &st, sizeof(st)) != (ssize_t)sizeof(st))
+			break;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* a pidfd per confined thread: take every fd we are allowed */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void supervise(const struct options *o, int handoff, int ctl) __attribute__((noreturn));
+static void supervise(const struct options *o, int handoff, int ctl)
+{
+	struct nt_config cfg = {
+		.nworkers = o->workers,
+		.limits = o->have_limits ? &o->limits : NULL,
+		.trace = o->verbose ? stderr : NULL,
+		.exit_when_idle = true,
+	};
+	struct nt_listener_opts lopts = { .name = "semvisor-run", .cred_traps = true };
+	struct ho_info info;
+	char err[256];
+	pthread_t stats_thread;
+	int listener, rc;
+	char ok = 1;
+
+	/* Out of the terminal's reach: Ctrl-C is for the program, not for its semaphores. */
+	setsid();
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	if (o->verbose)
+		setvbuf(stderr, NULL, _IOLBF, 0);
+
+	the_super = nt_super_new(&cfg, err, sizeof(err));
+	if (!the_super) {
+		fprintf(stderr, "semvisor-run: supervisor: %s\n", err);
+		_exit(EXIT_SELF);
+	}
+	/* If this fails, the program saw it too (no answer) and says why; we just leave. */
+	if (ho_recv(handoff, &listener, &info, HANDOFF_MS, err, sizeof(err)))
+		_exit(EXIT_SELF);
+	rc = nt_super_add_listener(the_super, listener, &lopts);
+	if (!rc)
+		rc = nt_super_start(the_super);
+	if (rc) {
+		fprintf(stderr, "semvisor-run: supervisor: %s\n", strerror(-rc));
+		_exit(EXIT_SELF);
+	}
+	/* The listener is ours: the program may exec. */
+	if (write(handoff, &ok, 1) != 1) {
+		/* the program died before exec: its listener will hang up, and we end */
+	}
+	close(handoff);
+	rc = pthread_create(&stats_thread, NULL, stats_server, (void *)(intptr_t)ctl);
+	nt_super_wait(the_super);
+	/*
+	 * Everything we served is gone; semvisor-run may still want the statistics. It asks, or
+	 * hangs up when it exits.
+	 */
+	if (rc == 0)
+		pthread_join(stats_thread, NULL);
+	_exit(0);
+}
+
+/* ---- the program's process ---- */
+
+/* Tell semvisor-run why we could not become the program: (code, errno, message). */
+static void report(int errfd, int code, int err, const char *msg) __attribute__((noreturn));
+static void report(int errfd, int code, int err, const char *msg)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "%d %d %s", code, err, msg);
+
+	if (write(errfd, buf, (size_t)(n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1)) < 0) {
+		/* nothing left to tell it with */
+	}
+	_exit(code);
+}
+
+static int connect_agent(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "agent socket path too long: %s", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		snprintf(err, errlen, "cannot reach semvisord at %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void become_program(const struct options *o, int handoff, int errfd)
+	__attribute__((noreturn));
+static void become_program(const struct options *o, int handoff, int errfd)
+{
+	struct filter_opts fopts = { .trap_cred_changes = true };
+	struct ho_info info = { .pid = getpid() };
+	struct pollfd pfd;
+	char err[512], ok = 0;
+	int listener, rc;
+
+	if (o->daemon) {
+		handoff = connect_agent(o->daemon, err, sizeof(err));
+		if (handoff < 0)
+			report(errfd, EXIT_SELF, 0, err);
+		snprintf(info.metadata, sizeof(info.metadata), "semvisor-run cred-traps");
+	}
+	snprintf(info.id, sizeof(info.id), "semvisor-run-%d", (int)getpid());
+
+	listener = filter_install(&fopts, err, sizeof(err));
+	if (listener < 0)
+		report(errfd, EXIT_SELF, -listener, err);
+	rc = ho_send(handoff, listener, &info);
+	/* Our copy must go: the listener lives while any copy is open, ours included. */
+	close(listener);
+	if (rc)
+		report(errfd, EXIT_SELF, -rc, "handing the listener to the supervisor failed");
+
+	/* Wait until the supervisor holds the listener: every call from here on needs it. */
+	pfd = (struct pollfd){ .fd = handoff, .events = POLLIN };
+	if (poll(&pfd, 1, HANDOFF_MS) != 1 || read(handoff, &ok, 1) != 1 || ok != 1)
+		report(errfd, EXIT_SELF, 0,
+		       o->daemon ? "semvisord did not accept the program" : "the supervisor failed");
+	close(handoff);
+
+	execvp(o->argv[0], o->argv);
+	rc = errno;
+	snprintf(err, sizeof(err), "cannot run %s: %s", o->argv[0], strerror(rc));
+	report(errfd, rc == ENOENT ? EXIT_NOTFOUND : EXIT_CANNOT, rc, err);
+}
+
+/* ---- semvisor-run itself ---- */
+
+static volatile sig_atomic_t child_pid;
+
+/* Signals sent to us with kill() go on to the program. Terminal signals reach it directly. */
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (si->si_code != SI_KERNEL && child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+static void forward_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+				    SIGWINCH };
+	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+/* Die the way the program died, so our parent sees the same status. */
+static void pass_on(int status) __attribute__((noreturn));
+static void pass_on(int status)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		struct rlimit no_core = { 0, 0 };
+		sigset_t set;
+
+		setrlimit(RLIMIT_CORE, &no_core); /* the program dumped its own core */
+		signal(sig, SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		_exit(128 + sig);
+	}
+	exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_SELF);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	int handoff[2], ctl[2] = { -1, -1 }, errpipe[2];
+	char msg[512];
+	ssize_t n;
+	pid_t sup = 0, prog;
+	int status;
+
+	parse_options(argc, argv, &o);
+
+	if (pipe2(errpipe, O_CLOEXEC))
+		die("pipe: %s", strerror(errno));
+	if (!o.daemon) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handoff) ||
+		    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl))
+			die("socketpair: %s", strerror(errno));
+		fflush(NULL);
+		sup = fork();
+		if (sup < 0)
+			die("fork: %s", strerror(errno));
+		if (sup == 0) {
+			close(handoff[1]);
+			close(ctl[1]);
+			close(errpipe[0]);
+			close(errpipe[1]);
+			supervise(&o, handoff[0], ctl[0]);
+		}
+		close(handoff[0]);
+		close(ctl[0]);
+	}
+
+	fflush(NULL);
+	prog = fork();
+	if (prog < 0)
+		die("fork: %s", strerror(errno));
+	if (prog == 0) {
+		close(errpipe[0]);
+		if (ctl[1] >= 0)
+			close(ctl[1]);
+		become_program(&o, o.daemon ? -1 : handoff[1], errpipe[1]);
+	}
+	child_pid = prog;
+	forward_signals();
+	close(errpipe[1]);
+	if (!o.daemon)
+		close(handoff[1]);
+
+	/* Nothing comes through the pipe once the program has exec'd (close-on-exec). */
+	n = read_full(errpipe[0], msg, sizeof(msg) - 1);
+	close(errpipe[0]);
+	if (n > 0) {
+		int code = EXIT_SELF, err = 0, off = 0;
+
+		msg[n] = '\0';
+		sscanf(msg, "%d %d %n", &code, &err, &off);
+		fprintf(stderr, "semvisor-run: %s\n", msg + off);
+		waitpid(prog, &status, 0);
+		exit(code);
+	}
+
+	while (waitpid(prog, &status, 0) < 0) {
+		if (errno != EINTR)
+			die("waitpid: %s", strerror(errno));
+	}
+	child_pid = 0;
+
+	if (o.stats && ctl[1] >= 0) {
+		struct nt_stats st;
+		char req = 's';
+
+		if (send(ctl[1], &req, 1, MSG_NOSIGNAL) == 1 &&
+		    read_full(ctl[1], &st, sizeof(st)) == sizeof(st))
+			nt_stats_print(&st, stderr);
+		else
+			fprintf(stderr, "semvisor-run: the supervisor gave no statistics\n");
+	}
+	pass_on(status);
+}
