@@ -191,6 +191,9 @@ install: all
 	$(if $(BIN_RUN),install -m 0755 $(BIN_RUN) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_CTL),install -m 0755 $(BIN_CTL) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_DAEMON),install -m 0755 $(BIN_DAEMON) $(DESTDIR)$(PREFIX)/sbin/)
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
+	$(foreach m,$(wildcard interposer/*.1 client/*.1),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man1/;)
+	$(foreach m,$(wildcard server/daemon/*.8),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man8/;)
 	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh)
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
