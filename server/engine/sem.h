@@ -195,7 +195,10 @@ void sv_wakeq_init(struct sv_wakeq *q);
 struct sv_waiter *sv_wakeq_pop(struct sv_wakeq *q);
 bool sv_wakeq_empty(const struct sv_wakeq *q);
 
-/* Result of a completed waiter: 0, -EIDRM, -EAGAIN (IPC_NOWAIT on re-evaluation), -ERANGE. */
+/*
+ * Result of a completed waiter: 0, -EIDRM (set removed), -EAGAIN (IPC_NOWAIT on
+ * re-evaluation), -ERANGE, or -EINTR (dropped unapplied: its whole process had exited).
+ */
 int sv_waiter_result(const struct sv_waiter *w);
 void *sv_waiter_cookie(const struct sv_waiter *w);
 /*

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tests/lib/fixture.h"
 
@@ -121,4 +122,85 @@ int fx_drain(struct sv_wakeq *wq, int *res, void **cookies, int cap)
 		sv_waiter_free(w);
 	}
 	return n;
+}
+
+long fx_semtimedop(struct fx_caller *fc, int id, const struct timespec *ts, struct sv_park *park,
+		   struct sv_wakeq *wq, unsigned int nsops, const struct sv_sembuf *sops)
+{
+	struct sv_park local = { 0 };
+	struct sv_wakeq lwq;
+	long r;
+
+	sv_wakeq_init(&lwq);
+	r = sv_semtimedop(&fc->c, id, (uint64_t)(uintptr_t)sops, nsops, (uint64_t)(uintptr_t)ts,
+			  park ? park : &local, wq ? wq : &lwq);
+	if (!wq)
+		fx_drain(&lwq, NULL, NULL, 0);
+	if (r == SV_PARKED && !park) {
+		if (sv_waiter_cancel(local.waiter) == 0)
+			sv_waiter_free(local.waiter);
+	}
+	return r;
+}
+
+struct sv_waiter *fx_park(struct fx_caller *fc, int id, void *cookie, long *ret,
+			  unsigned int nsops, const struct sv_sembuf *sops)
+{
+	struct sv_park park = { .cookie = cookie };
+	long r = fx_semop(fc, id, &park, NULL, nsops, sops);
+
+	if (ret)
+		*ret = r;
+	return r == SV_PARKED ? park.waiter : NULL;
+}
+
+int fx_getncnt(struct fx_caller *fc, int id, int semnum)
+{
+	return (int)fx_semctl(fc, id, semnum, SV_GETNCNT, 0, NULL);
+}
+
+int fx_getzcnt(struct fx_caller *fc, int id, int semnum)
+{
+	return (int)fx_semctl(fc, id, semnum, SV_GETZCNT, 0, NULL);
+}
+
+int fx_getpid(struct fx_caller *fc, int id, int semnum)
+{
+	return (int)fx_semctl(fc, id, semnum, SV_GETPID, 0, NULL);
+}
+
+int fx_take(struct sv_wakeq *wq, struct sv_waiter **w, int cap)
+{
+	struct sv_waiter *x;
+	int n = 0;
+
+	while ((x = sv_wakeq_pop(wq))) {
+		if (n < cap)
+			w[n] = x;
+		else
+			sv_waiter_free(x);
+		n++;
+	}
+	return n;
+}
+
+long fx_ipc_stat(struct fx_caller *fc, int id, struct fx_stat *st)
+{
+	unsigned char b[104];
+	long r = fx_semctl(fc, id, 0, SV_IPC_STAT, (uint64_t)(uintptr_t)b, NULL);
+
+	memset(st, 0, sizeof(*st));
+	if (r < 0)
+		return r;
+	memcpy(&st->key, b + 0, 4);
+	memcpy(&st->uid, b + 4, 4);
+	memcpy(&st->gid, b + 8, 4);
+	memcpy(&st->cuid, b + 12, 4);
+	memcpy(&st->cgid, b + 16, 4);
+	memcpy(&st->mode, b + 20, 4);
+	memcpy(&st->seq, b + 24, 2);
+	memcpy(&st->otime, b + 48, 8);
+	memcpy(&st->ctime, b + 64, 8);
+	memcpy(&st->nsems, b + 80, 8);
+	return r;
 }

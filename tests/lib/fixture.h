@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "engine/sem.h"
 
@@ -37,6 +38,33 @@ int fx_getval(struct fx_caller *fc, int id, int semnum);
 
 /* Pop every waiter of wq: results into res[] in order (up to cap), cookies into cookies[]. */
 int fx_drain(struct sv_wakeq *wq, int *res, void **cookies, int cap);
+
+/* ---- helpers for the blocking, rollback and stress tests ---- */
+
+/* fx_semop with a relative timeout (ts NULL: none), as semtimedop(2). */
+long fx_semtimedop(struct fx_caller *fc, int id, const struct timespec *ts, struct sv_park *park,
+		   struct sv_wakeq *wq, unsigned int nsops, const struct sv_sembuf *sops);
+/*
+ * An operation that is expected to wait: its ticket, or NULL if it did not park (what it returned
+ * then goes to *ret when ret is not NULL). A parking call completes nobody, so no wake queue.
+ */
+struct sv_waiter *fx_park(struct fx_caller *fc, int id, void *cookie, long *ret,
+			  unsigned int nsops, const struct sv_sembuf *sops);
+int fx_getncnt(struct fx_caller *fc, int id, int semnum);
+int fx_getzcnt(struct fx_caller *fc, int id, int semnum);
+int fx_getpid(struct fx_caller *fc, int id, int semnum);
+/* Pop every waiter of wq into w[] (up to cap; any beyond are freed): returns how many were on wq. */
+int fx_take(struct sv_wakeq *wq, struct sv_waiter **w, int cap);
+
+/* IPC_STAT, decoded from the 104-byte struct semid64_ds at the offsets of SPEC A7.4. */
+struct fx_stat {
+	int32_t key;
+	uint32_t uid, gid, cuid, cgid, mode;
+	uint16_t seq;
+	int64_t otime, ctime;
+	uint64_t nsems;
+};
+long fx_ipc_stat(struct fx_caller *fc, int id, struct fx_stat *st);
 
 #define SOPS(...) (sizeof((struct sv_sembuf[]){ __VA_ARGS__ }) / sizeof(struct sv_sembuf)), \
 		  ((const struct sv_sembuf[]){ __VA_ARGS__ })
