@@ -90,19 +90,6 @@ static void usage(FILE *f)
 		"above); 126 if PROGRAM cannot be run; 127 if it is not found.\n");
 }
 
-static int parse_limits(const char *s, struct sv_limits *l)
-{
-	char extra;
-
-	if (sscanf(s, "%d,%d,%d,%d%c", &l->semmsl, &l->semmns, &l->semopm, &l->semmni, &extra) !=
-	    4)
-		return -1;
-	if (l->semmsl < 1 || l->semmns < 1 || l->semopm < 1 || l->semmni < 0 ||
-	    l->semmni > SV_IPCMNI)
-		return -1;
-	return 0;
-}
-
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_STATS = 256, OPT_LIMITS, OPT_WORKERS, OPT_DAEMON };
@@ -128,7 +115,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->stats = true;
 			break;
 		case OPT_LIMITS:
-			if (parse_limits(optarg, &o->limits)) {
+			if (sv_limits_parse(optarg, &o->limits)) {
 				fprintf(stderr,
 					"semvisor-run: --limits wants four numbers MSL,MNS,OPM,MNI "
 					"(MNI at most %d), not '%s'\n",

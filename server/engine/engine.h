@@ -37,19 +37,30 @@
 
 /*
  * One semaphore. In simple mode (set->use_global_lock == 0) its lock protects all of it; in
- * complex mode the set lock does. 64 bytes with the adaptive mutex.
+ * complex mode the set lock does. Padded to whole cache lines (64 bytes with the adaptive
+ * mutex), so that threads working on neighbouring semaphores never write the same line.
  */
+#ifdef SV_LOCK_PTHREAD
+#define SV_SEM_SIZE 128
+#else
+#define SV_SEM_SIZE 64
+#endif
 struct sv_sem {
-	sv_lock_t lock;
-	int semval;
-	int32_t sempid;                     /* tgid of the last operation, supervisor's view */
-	struct cds_list_head pending_alter; /* simple decrements waiting on this semaphore */
-	struct cds_list_head pending_const; /* simple wait-for-zero operations */
-	/* statistics (struct sv_sem_info): written under the lock, read anywhere */
-	_Atomic uint32_t nops;
-	_Atomic uint32_t nwaits;
-	_Atomic uint32_t lock_spun;
-	_Atomic uint32_t lock_slept;
+	union {
+		struct {
+			sv_lock_t lock;
+			int semval;
+			int32_t sempid; /* tgid of the last operation, supervisor's view */
+			struct cds_list_head pending_alter; /* simple decrements waiting */
+			struct cds_list_head pending_const; /* simple wait-for-zero operations */
+			/* statistics (struct sv_sem_info): written under the lock, read anywhere */
+			_Atomic uint32_t nops;
+			_Atomic uint32_t nwaits;
+			_Atomic uint32_t lock_spun;
+			_Atomic uint32_t lock_slept;
+		};
+		char line[SV_SEM_SIZE];
+	};
 };
 
 /*

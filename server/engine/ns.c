@@ -53,6 +53,19 @@ void sv_limits_host(struct sv_limits *out)
 	fclose(f);
 }
 
+int sv_limits_parse(const char *s, struct sv_limits *out)
+{
+	struct sv_limits l;
+	char extra;
+
+	if (sscanf(s, "%d,%d,%d,%d%c", &l.semmsl, &l.semmns, &l.semopm, &l.semmni, &extra) != 4)
+		return -1;
+	if (l.semmsl < 1 || l.semmns < 1 || l.semopm < 1 || l.semmni < 0 || l.semmni > SV_IPCMNI)
+		return -1;
+	*out = l;
+	return 0;
+}
+
 static unsigned long hash_u32(uint32_t x)
 {
 	uint64_t h = (uint64_t)x * 0x9e3779b97f4a7c15ull;
@@ -384,6 +397,8 @@ void sv_set_unlink(struct sv_ns *ns, struct sv_set *set)
 }
 
 /* ---- semget ---- */
+
+_Static_assert(sizeof(struct sv_sem) == SV_SEM_SIZE, "a semaphore fills whole cache lines");
 
 /*
  * Sets of more than one semaphore put each semaphore on its own cache line, so that per-semaphore

@@ -161,6 +161,11 @@ void sv_ns_limits(const struct sv_ns *ns, struct sv_limits *out);
 int sv_ns_set_limits(struct sv_ns *ns, const struct sv_limits *lim);
 /* /proc/sys/kernel/sem_next_id: the id the next new set gets (-1: choose as usual). */
 void sv_ns_set_next_id(struct sv_ns *ns, int id);
+/*
+ * Parse "SEMMSL,SEMMNS,SEMOPM,SEMMNI" (the order of /proc/sys/kernel/sem), as the command
+ * line and configuration file give limits: 0, or -1 if malformed or out of range.
+ */
+int sv_limits_parse(const char *s, struct sv_limits *out);
 /* The host's current limits (or Linux's defaults). */
 void sv_limits_host(struct sv_limits *out);
 void sv_limits_default(struct sv_limits *out);

@@ -77,18 +77,6 @@ static bool ref_get_not_zero(atomic_int *ref)
 	return false;
 }
 
-static void xlock(pthread_mutex_t *m)
-{
-	if (pthread_mutex_lock(m))
-		abort();
-}
-
-static void xunlock(pthread_mutex_t *m)
-{
-	if (pthread_mutex_unlock(m))
-		abort();
-}
-
 /* ---- processes ---- */
 
 static void process_free_rcu(struct rcu_head *head)

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <urcu.h>
@@ -199,6 +200,19 @@ struct nt_super {
 
 	struct nt_stats events; /* counted outside workers (atomic adds) */
 };
+
+/* A mutex call that fails is a broken invariant, never a condition to handle. */
+static inline void xlock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_lock(m))
+		abort();
+}
+
+static inline void xunlock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_unlock(m))
+		abort();
+}
 
 /* ---- super.c ---- */
 int64_t nt_now_ns(void);

@@ -45,18 +45,6 @@
 #define OVERFLOW_ID      65534 /* /proc/sys/kernel/overflowuid, as the kernel munges */
 #define SWEEP_BATCH      512   /* parked callers checked per sweep tick */
 
-static void xlock(pthread_mutex_t *m)
-{
-	if (pthread_mutex_lock(m))
-		abort();
-}
-
-static void xunlock(pthread_mutex_t *m)
-{
-	if (pthread_mutex_unlock(m))
-		abort();
-}
-
 static bool id_valid(const struct nt_listener *l, uint64_t id)
 {
 	return ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;

@@ -36,18 +36,6 @@ int64_t nt_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void xlock(pthread_mutex_t *m)
-{
-	if (pthread_mutex_lock(m))
-		abort();
-}
-
-static void xunlock(pthread_mutex_t *m)
-{
-	if (pthread_mutex_unlock(m))
-		abort();
-}
-
 void nt_watch(struct nt_super *s, struct nt_src *src)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = src };
