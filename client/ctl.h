@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * semvisorctl's parts: semvisorctl.c (commands, options, help), rpc.c (the connection),
+ * text.c (output for people), json.c (JSON), metrics.c (Prometheus), top.c (the live view).
+ */
+#ifndef SV_CLIENT_CTL_H
+#define SV_CLIENT_CTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "control/ctl_frame.h"
+
+/* Exit status, documented in semvisorctl --help. */
+enum {
+	EX_OK = 0,
+	EX_REFUSED = 1, /* the server refused the request or could not carry it out */
+	EX_USAGE = 2,
+	EX_CONNECT = 3, /* no socket, nobody listening, no answer in time */
+	EX_DENIED = 4,	/* permission denied: connecting, or a privileged request */
+	EX_PROTO = 5,	/* a reply not understood, another protocol version */
+};
+
+#define DEFAULT_SOCKET "/run/semvisor/control.sock"
+
+/* ---- rpc.c ---- */
+
+struct rpc {
+	int fd;
+	const char *path;
+	uint64_t next_id;
+	int timeout_ms;
+	uint8_t *buf; /* received bytes not yet made into replies */
+	size_t len, cap;
+};
+
+#define RPC_AGAIN (-1) /* rpc_recv() with timeout 0: no whole reply yet */
+
+/* Connect; 0, or an exit status after saying why on stderr. */
+int rpc_connect(struct rpc *r, const char *path, int timeout_ms);
+void rpc_close(struct rpc *r);
+/* Send req (version and id filled in): 0 or an exit status. */
+int rpc_send(struct rpc *r, Semvisor__Request *req);
+/*
+ * The next reply: 0 with *out set, RPC_AGAIN (timeout_ms 0 only), or an exit status after saying
+ * why. timeout_ms < 0: the connection's timeout.
+ */
+int rpc_recv(struct rpc *r, Semvisor__Reply **out, int timeout_ms);
+/*
+ * Send, receive, check: 0 with an OK reply in *out, or an exit status after printing the server's
+ * refusal (or the failure) on stderr.
+ */
+int rpc_call(struct rpc *r, Semvisor__Request *req, Semvisor__Reply **out);
+/* The exit status for a reply's status; prints the server's message unless it is OK. */
+int rpc_check(const Semvisor__Reply *reply);
+
+/* ---- text.c ---- */
+
+/* Printable for a terminal: control characters become '?' (names come from other users). */
+const char *safe(const char *s, char *buf, size_t len);
+/* 1234 ns -> "1.2us"; UINT64_MAX -> "inf". */
+const char *fmt_ns(uint64_t ns, char *buf, size_t len);
+/* Upper bound of the bucket holding the q-quantile (0 < q <= 1) of counts. */
+uint64_t hist_quantile(const uint64_t *count, const uint64_t *bound, size_t n, double q);
+const char *user_name(uint32_t uid, char *buf, size_t len);
+const char *group_name(uint32_t gid, char *buf, size_t len);
+const char *fmt_time(int64_t t, char *buf, size_t len);
+
+void text_stats(FILE *f, const Semvisor__Stats *s);
+void text_sets(FILE *f, const Semvisor__SetList *l);
+void text_set(FILE *f, const Semvisor__SetDetail *d);
+void text_clients(FILE *f, Semvisor__Client *const *c, size_t n);
+
+/* ---- json.c ---- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
+int utf8_len(const unsigned char *s);
+
+struct jw {
+	FILE *f;
+	int depth;
+	bool need_comma[32];
+};
+
+void jw_init(struct jw *w, FILE *f);
+void jw_begin(struct jw *w, const char *key);  /* { */
+void jw_end(struct jw *w);		       /* } */
+void jw_abegin(struct jw *w, const char *key); /* [ */
+void jw_aend(struct jw *w);		       /* ] */
+void jw_str(struct jw *w, const char *key, const char *v);
+void jw_u64(struct jw *w, const char *key, uint64_t v);
+void jw_i64(struct jw *w, const char *key, int64_t v);
+void jw_bool(struct jw *w, const char *key, bool v);
+void jw_null(struct jw *w, const char *key);
+void jw_finish(struct jw *w); /* newline */
+
+void json_stats(FILE *f, const Semvisor__Stats *s);
+void json_sets(FILE *f, const Semvisor__SetList *l);
+void json_set(FILE *f, const Semvisor__SetDetail *d);
+void json_clients(FILE *f, Semvisor__Client *const *c, size_t n);
+void json_set_info(struct jw *w, const char *key, const Semvisor__SetInfo *si);
+
+/* ---- metrics.c ---- */
+
+void metrics_print(FILE *f, const Semvisor__Stats *s);
+
+/* ---- top.c ---- */
+
+struct top_opts {
+	uint32_t interval_ms;
+	uint32_t count; /* 0: until q / Ctrl-C (a terminal), 1 otherwise */
+	bool json;
+};
+
+int top_run(struct rpc *r, const struct top_opts *o);
+
+#endif

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `semvisorctl metrics`: one Stats snapshot in the Prometheus text exposition format (0.0.4),
+ * for a node_exporter textfile collector or a tiny HTTP wrapper. Every family has # HELP and
+ * # TYPE; counters end in _total; durations are in seconds; the supervisor's log2 histograms
+ * become cumulative _bucket{le} series with _sum and _count.
+ *
+ * The supervisor keeps bucket counts but no sum of durations, so _sum is estimated from the
+ * buckets (each value taken at its bucket's middle, the open-ended last bucket at its lower
+ * bound) and says so in its HELP. Averages from it are within a factor of 1.5; quantiles from
+ * the buckets are as good as the buckets.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value: UTF-8, with backslash, double quote and newline escaped. */
+static void label_value(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	fputc('"', f);
+	while (*p) {
+		int n;
+
+		if (*p == '\\' || *p == '"') {
+			fputc('\\', f);
+			fputc(*p++, f);
+			continue;
+		}
+		if (*p == '\n') {
+			fputs("\\n", f);
+			p++;
+			continue;
+		}
+		n = utf8_len(p);
+		if (!n || *p < 0x20 || *p == 0x7f) {
+			fputc('?', f);
+			p++;
+			continue;
+		}
+		fwrite(p, 1, (size_t)n, f);
+		p += n;
+	}
+	fputc('"', f);
+}
+
+static void sample1(FILE *f, const char *name, const char *label, const char *value, uint64_t v)
+{
+	fputs(name, f);
+	if (label) {
+		fprintf(f, "{%s=", label);
+		label_value(f, value);
+		fputc('}', f);
+	}
+	fprintf(f, " %llu\n", (unsigned long long)v);
+}
+
+static void counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	family(f, name, "counter", help);
+	sample1(f, name, NULL, NULL, v);
+}
+
+static void histogram(FILE *f, const char *name, const char *help, const Semvisor__Histogram *h)
+{
+	size_t n = h ? (h->n_count < h->n_bound_ns ? h->n_count : h->n_bound_ns) : 0;
+	uint64_t acc = 0;
+	double sum = 0;
+
+	family(f, name, "histogram", help);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lo = i ? h->bound_ns[i - 1] + 1 : 0;
+
+		acc += h->count[i];
+		if (h->bound_ns[i] == UINT64_MAX) {
+			sum += (double)h->count[i] * (double)lo;
+			continue; /* the +Inf bucket below */
+		}
+		sum += (double)h->count[i] * ((double)lo + (double)h->bound_ns[i]) / 2;
+		fprintf(f, "%s_bucket{le=\"%.10g\"} %llu\n", name, (double)h->bound_ns[i] / 1e9,
+			(unsigned long long)acc);
+	}
+	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)acc);
+	fprintf(f, "%s_sum %.9g\n", name, sum / 1e9);
+	fprintf(f, "%s_count %llu\n", name, (unsigned long long)acc);
+}
+
+static int by_name_ns(const void *x, const void *y)
+{
+	const Semvisor__Client *a = *(Semvisor__Client *const *)x;
+	const Semvisor__Client *b = *(Semvisor__Client *const *)y;
+	int c = strcmp(a->name, b->name);
+
+	return c ? c : strcmp(a->ns, b->ns);
+}
+
+/* Clients by (name, namespace); two listeners may share a name, a series may not. */
+static void clients(FILE *f, const Semvisor__Stats *s)
+{
+	Semvisor__Client **v;
+	size_t n = s->n_clients;
+
+	v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v)
+		return;
+	memcpy(v, s->clients, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), by_name_ns);
+	family(f, "semvisor_client_calls_total", "counter",
+	       "Calls received from each client (confined program tree or container).");
+	for (size_t i = 0; i < n;) {
+		uint64_t calls = 0;
+		size_t j = i;
+
+		for (; j < n && !by_name_ns(&v[i], &v[j]); j++)
+			calls += v[j]->calls;
+		fputs("semvisor_client_calls_total{client=", f);
+		label_value(f, v[i]->name);
+		fputs(",namespace=", f);
+		label_value(f, v[i]->ns);
+		fprintf(f, "} %llu\n", (unsigned long long)calls);
+		i = j;
+	}
+	family(f, "semvisor_client_parked", "gauge", "Calls of each client waiting now.");
+	for (size_t i = 0; i < n;) {
+		uint64_t parked = 0;
+		size_t j = i;
+
+		for (; j < n && !by_name_ns(&v[i], &v[j]); j++)
+			parked += v[j]->parked;
+		fputs("semvisor_client_parked{client=", f);
+		label_value(f, v[i]->name);
+		fputs(",namespace=", f);
+		label_value(f, v[i]->ns);
+		fprintf(f, "} %llu\n", (unsigned long long)parked);
+		i = j;
+	}
+	free(v);
+}
+
+enum ns_field {
+	NS_SETS,
+	NS_SEMS,
+	NS_WAITERS,
+	NS_SPUN,
+	NS_SLEPT
+};
+
+static uint64_t ns_value(const Semvisor__Namespace *n, enum ns_field which)
+{
+	switch (which) {
+	case NS_SETS:
+		return n->nsets;
+	case NS_SEMS:
+		return n->nsems;
+	case NS_WAITERS:
+		return n->nwaiters;
+	case NS_SPUN:
+		return n->set_lock_spun;
+	case NS_SLEPT:
+		return n->set_lock_slept;
+	}
+	return 0;
+}
+
+static void ns_family(FILE *f, const Semvisor__Stats *s, const char *name, const char *type,
+		      const char *help, enum ns_field which)
+{
+	family(f, name, type, help);
+	for (size_t i = 0; i < s->n_namespaces; i++)
+		sample1(f, name, "namespace", s->namespaces[i]->name,
+			ns_value(s->namespaces[i], which));
+}
+
+void metrics_print(FILE *f, const Semvisor__Stats *s)
+{
+	static const Semvisor__CallCounts none = SEMVISOR__CALL_COUNTS__INIT;
+	const Semvisor__CallCounts *c = s->calls ? s->calls : &none;
+	const Semvisor__LockStats *l = s->lock;
+	static const char *const limit_names[] = {"semmsl", "semmns", "semopm", "semmni"};
+
+	family(f, "semvisor_info", "gauge",
+	       "Always 1; the labels name the engine's lock and the control protocol version.");
+	fputs("semvisor_info{lock=", f);
+	label_value(f, l ? l->kind : "");
+	fprintf(f, ",protocol=\"%d\"} 1\n", CTL_PROTO_VERSION);
+	family(f, "semvisor_uptime_seconds", "gauge", "Seconds since the control server started.");
+	fprintf(f, "semvisor_uptime_seconds %.3f\n", (double)s->uptime_ms / 1e3);
+
+	family(f, "semvisor_calls_total", "counter", "System calls served, by system call.");
+	sample1(f, "semvisor_calls_total", "syscall", "semget", c->semget);
+	sample1(f, "semvisor_calls_total", "syscall", "semop", c->semop);
+	sample1(f, "semvisor_calls_total", "syscall", "semtimedop", c->semtimedop);
+	sample1(f, "semvisor_calls_total", "syscall", "semctl", c->semctl);
+	sample1(f, "semvisor_calls_total", "syscall", "cred_change", c->cred_changes);
+	sample1(f, "semvisor_calls_total", "syscall", "other", c->other);
+
+	family(f, "semvisor_semctl_commands_total", "counter", "semctl calls, by command.");
+	for (size_t i = 0; i < s->n_semctl_commands; i++)
+		sample1(f, "semvisor_semctl_commands_total", "command", s->semctl_commands[i]->name,
+			s->semctl_commands[i]->count);
+
+	family(f, "semvisor_errors_total", "counter", "Calls answered with an error, by errno.");
+	for (size_t i = 0; i < s->n_errors; i++)
+		sample1(f, "semvisor_errors_total", "errno", s->errors[i]->name,
+			s->errors[i]->count);
+
+	counter(f, "semvisor_waits_total", "Operations that had to wait (parked).", s->parked);
+	counter(f, "semvisor_wakeups_total", "Waiting operations completed by another call.",
+		s->woken);
+	counter(f, "semvisor_timeouts_total", "semtimedop waits that timed out.", s->timeouts);
+	counter(f, "semvisor_interrupted_total",
+		"Waits ended by a signal or by the waiter's death.", s->interrupted);
+	counter(f, "semvisor_rolled_back_total",
+		"Completions undone because the answer could not be delivered.", s->rolled_back);
+	counter(f, "semvisor_kept_total",
+		"Completions that could not be delivered nor undone, and were kept.", s->kept);
+	counter(f, "semvisor_stale_total", "Notifications whose caller was gone before the answer.",
+		s->stale);
+
+	histogram(f, "semvisor_service_seconds",
+		  "Notification received to answered, for calls that did not wait "
+		  "(_sum estimated from the buckets).",
+		  s->service);
+	histogram(f, "semvisor_wait_seconds",
+		  "Parked to answered, for calls that waited (_sum estimated from the buckets).",
+		  s->wait);
+
+	family(f, "semvisor_clients", "gauge", "Clients (listeners) served now.");
+	fprintf(f, "semvisor_clients %u\n", s->listeners);
+	counter(f, "semvisor_clients_added_total", "Clients that arrived.", s->listeners_added);
+	counter(f, "semvisor_clients_gone_total", "Clients that went away.", s->listeners_gone);
+	counter(f, "semvisor_processes_exited_total",
+		"Confined processes whose exit was handled (SEM_UNDO).", s->processes_exited);
+
+	/* only the adaptive mutex keeps these: with another lock they would be zeros that lie */
+	if (l && !strcmp(l->kind, "amutex")) {
+		counter(f, "semvisor_lock_acquired_total", "Engine lock acquisitions.",
+			l->acquired);
+		counter(f, "semvisor_lock_fast_total", "Engine locks free at the first attempt.",
+			l->fast);
+		counter(f, "semvisor_lock_spun_total", "Engine locks obtained by spinning.",
+			l->spun);
+		counter(f, "semvisor_lock_slept_total", "Engine locks obtained after sleeping.",
+			l->slept);
+		counter(f, "semvisor_lock_sleeps_total", "Futex waits that blocked.", l->sleeps);
+		counter(f, "semvisor_lock_wakes_total", "Futex wake calls.", l->wakes);
+		family(f, "semvisor_lock_cancels_total", "counter",
+		       "Spinners that gave up: left the middle of the queue, or quit as its head.");
+		sample1(f, "semvisor_lock_cancels_total", "how", "unqueue", l->unqueues);
+		sample1(f, "semvisor_lock_cancels_total", "how", "head_quit", l->head_quits);
+		family(f, "semvisor_lock_spin_seconds_total", "counter",
+		       "Time spent spinning for engine locks.");
+		fprintf(f, "semvisor_lock_spin_seconds_total %.9g\n", (double)l->spin_ns / 1e9);
+	}
+
+	ns_family(f, s, "semvisor_namespace_sets", "gauge", "Semaphore sets in each namespace.",
+		  NS_SETS);
+	ns_family(f, s, "semvisor_namespace_semaphores", "gauge", "Semaphores in each namespace.",
+		  NS_SEMS);
+	ns_family(f, s, "semvisor_namespace_waiters", "gauge",
+		  "Operations waiting now in each namespace.", NS_WAITERS);
+	ns_family(f, s, "semvisor_namespace_set_lock_spun_total", "counter",
+		  "Whole-set lock acquisitions that spun, summed over each namespace's sets.",
+		  NS_SPUN);
+	ns_family(f, s, "semvisor_namespace_set_lock_slept_total", "counter",
+		  "Whole-set lock acquisitions that slept, summed over each namespace's sets.",
+		  NS_SLEPT);
+	family(f, "semvisor_namespace_limit", "gauge",
+	       "The namespace's limits, as in /proc/sys/kernel/sem.");
+	for (size_t i = 0; i < s->n_namespaces; i++) {
+		const Semvisor__Namespace *n = s->namespaces[i];
+		int32_t v[4];
+
+		if (!n->limits)
+			continue;
+		v[0] = n->limits->semmsl;
+		v[1] = n->limits->semmns;
+		v[2] = n->limits->semopm;
+		v[3] = n->limits->semmni;
+		for (int k = 0; k < 4; k++) {
+			fputs("semvisor_namespace_limit{namespace=", f);
+			label_value(f, n->name);
+			fprintf(f, ",limit=\"%s\"} %d\n", limit_names[k], v[k]);
+		}
+	}
+	clients(f, s);
+}
