@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "control/control.h"
 #include "notify/filter.h"
 #include "notify/handoff.h"
 #include "notify/notify.h"
@@ -55,6 +56,7 @@ struct options {
 	bool have_limits;
 	struct sv_limits limits;
 	const char *daemon; /* agent socket, or NULL for an embedded supervisor */
+	const char *control; /* control socket to serve, or NULL */
 	char **argv;
 };
 
@@ -74,6 +76,8 @@ static void usage(FILE *f)
 		"                         per set, in all, per semop call, sets (at most 32768);\n"
 		"                         default: the host's /proc/sys/kernel/sem\n"
 		"      --workers=N        serve with N worker threads (default: one per CPU)\n"
+		"      --control=SOCKET   serve semvisorctl's control socket at SOCKET while the\n"
+		"                         supervisor runs\n"
 		"      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
 		"                         embedded supervisor; SOCKET defaults to\n"
 		"                         " DEFAULT_AGENT "\n"
@@ -92,13 +96,14 @@ static void usage(FILE *f)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_STATS = 256, OPT_LIMITS, OPT_WORKERS, OPT_DAEMON };
+	enum { OPT_STATS = 256, OPT_LIMITS, OPT_WORKERS, OPT_DAEMON, OPT_CONTROL };
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "limits", required_argument, NULL, OPT_LIMITS },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "daemon", optional_argument, NULL, OPT_DAEMON },
+		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -141,6 +146,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_DAEMON:
 			o->daemon = optarg ? optarg : DEFAULT_AGENT;
 			break;
+		case OPT_CONTROL:
+			o->control = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -151,6 +159,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 			fprintf(stderr, "Try 'semvisor-run --help' for more information.\n");
 			exit(EXIT_SELF);
 		}
+	}
+	if (o->control && o->daemon) {
+		fprintf(stderr, "semvisor-run: --control belongs to the embedded supervisor; "
+				"semvisord serves its own control socket\n");
+		exit(EXIT_SELF);
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "semvisor-run: no PROGRAM given\n"
@@ -235,6 +248,7 @@ static void supervise(const struct options *o, int handoff, int ctl)
 	};
 	struct nt_listener_opts lopts = { .name = "semvisor-run", .cred_traps = true };
 	struct ho_info info;
+	struct ctl_server *control = NULL;
 	char err[256];
 	pthread_t stats_thread;
 	int listener, rc;
@@ -262,6 +276,17 @@ static void supervise(const struct options *o, int handoff, int ctl)
 		fprintf(stderr, "semvisor-run: supervisor: %s\n", strerror(-rc));
 		_exit(EXIT_SELF);
 	}
+	if (o->control) {
+		struct ctl_opts co = CTL_OPTS_INIT;
+
+		co.path = o->control;
+		co.mode = 0600; /* the user who ran semvisor-run, and root */
+		control = ctl_server_start(the_super, &co, err, sizeof(err));
+		if (!control) {
+			fprintf(stderr, "semvisor-run: control socket: %s\n", err);
+			_exit(EXIT_SELF);
+		}
+	}
 	/* The listener is ours: the program may exec. */
 	if (write(handoff, &ok, 1) != 1) {
 		/* the program died before exec: its listener will hang up, and we end */
@@ -275,6 +300,7 @@ static void supervise(const struct options *o, int handoff, int ctl)
 	 */
 	if (rc == 0)
 		pthread_join(stats_thread, NULL);
+	ctl_server_stop(control); /* removes its socket file */
 	_exit(0);
 }
 

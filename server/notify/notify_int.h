@@ -64,6 +64,7 @@ struct nt_listener {
 	bool gone;               /* POLLHUP seen; under s->lock */
 	struct nt_ns *fixed_ns;  /* listener_opts.ns_name, or NULL */
 	atomic_uint_fast64_t calls; /* notifications received */
+	atomic_int parked;          /* its calls on s->parked now */
 	struct nt_ns **used;     /* namespaces its processes have used; under s->lock */
 	int nused;
 	char name[64];

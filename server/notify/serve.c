@@ -256,8 +256,10 @@ static void req_detach(struct nt_super *s, struct nt_req *r)
 	if (had_timer)
 		nt_req_put(r);
 	xlock(&s->parked_lock);
-	if (!cds_list_empty(&r->parked_node))
+	if (!cds_list_empty(&r->parked_node)) {
 		cds_list_del_init(&r->parked_node);
+		atomic_fetch_sub_explicit(&r->l->parked, 1, memory_order_relaxed);
+	}
 	xunlock(&s->parked_lock);
 }
 
@@ -436,10 +438,7 @@ void nt_listener_gone(struct nt_worker *wk, struct nt_listener *l)
 			nt_drop_parked(wk, found->thr, false);
 		xunlock(&found->thr->lock);
 		/* whatever happened, it is no longer on the list once detached */
-		xlock(&s->parked_lock);
-		if (!cds_list_empty(&found->parked_node))
-			cds_list_del_init(&found->parked_node);
-		xunlock(&s->parked_lock);
+		req_detach(s, found);
 		nt_req_put(found);
 	}
 }
@@ -738,6 +737,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		thr->parked = req;
 		xlock(&s->parked_lock);
 		cds_list_add_tail(&req->parked_node, &s->parked);
+		atomic_fetch_add_explicit(&l->parked, 1, memory_order_relaxed);
 		xunlock(&s->parked_lock);
 		if (park.timed) {
 			/* the kernel counts the timeout from the call's entry */

@@ -523,7 +523,6 @@ int nt_super_for_each_client(struct nt_super *s,
 			     int (*fn)(const struct nt_client_info *, void *), void *arg)
 {
 	struct nt_listener *l;
-	struct nt_req *r;
 	int ret = 0;
 
 	xlock(&s->lock);
@@ -532,15 +531,12 @@ int nt_super_for_each_client(struct nt_super *s,
 		struct nt_client_info info = {
 			.cred_traps = l->cred_traps,
 			.calls = atomic_load_explicit(&l->calls, memory_order_relaxed),
+			.parked = atomic_load_explicit(&l->parked, memory_order_relaxed),
 		};
 
 		snprintf(info.name, sizeof(info.name), "%s", l->name);
 		if (l->fixed_ns)
 			snprintf(info.ns, sizeof(info.ns), "%s", l->fixed_ns->name);
-		xlock(&s->parked_lock);
-		cds_list_for_each_entry(r, &s->parked, parked_node)
-			info.parked += r->l == l;
-		xunlock(&s->parked_lock);
 		ret = fn(&info, arg);
 		if (ret)
 			break;

@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * semvisord: one supervisor for separately started programs and containers.
+ *
+ * The main thread runs a libev loop for the agent socket, signals and systemd status; the
+ * notify layer's workers serve every client's semaphore calls; the control socket has its own
+ * thread. Clients share semaphores by key exactly as they would on one kernel, each IPC
+ * namespace isolated from the others (or, by configuration, all in one namespace).
+ *
+ * Lifetimes. A client (listener) lasts while any process of its tree does. The sets of a
+ * container's IPC namespace end when its last client is gone, as the namespace would die; the
+ * sets of the daemon's own IPC namespace, where separately started host programs meet, last as
+ * long as the daemon (as the host's last until reboot).
+ *
+ * Stopping (SIGTERM). The daemon stops taking clients and exits; the kernel then fails every
+ * trapped call of every confined process with ENOSYS: semaphore calls, and for programs started
+ * with semvisor-run --daemon also the credential-changing calls and execve its filter traps.
+ * Parked calls return ENOSYS at once. Their semaphores are gone.
+ */
+#include <errno.h>
+#include <ev.h>
+#include <getopt.h>
+#include <grp.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+
+#ifndef SEMVISOR_VERSION
+#define SEMVISOR_VERSION "0.1"
+#endif
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void dlog(struct daemon *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)d;
+	pthread_mutex_lock(&log_lock);
+	fputs("semvisord: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	pthread_mutex_unlock(&log_lock);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: semvisord [OPTION]...\n"
+		"Serve the System V semaphores of programs started with 'semvisor-run --daemon'\n"
+		"and of containers whose runtime hands over their seccomp listener (OCI\n"
+		"linux.seccomp.listenerPath), with the semantics of the Linux kernel.\n"
+		"\n"
+		"  -c, --config=FILE          read FILE instead of " CFG_DEFAULT_PATH "\n"
+		"                             (a missing default file is not an error)\n"
+		"      --agent-socket=PATH    where clients hand over their listener\n"
+		"                             (default " CFG_DEFAULT_AGENT ")\n"
+		"      --control-socket=PATH  the control socket for semvisorctl\n"
+		"                             (default " CFG_DEFAULT_CONTROL "; empty: none)\n"
+		"      --workers=N            worker threads (default: one per CPU)\n"
+		"      --limits=MSL,MNS,OPM,MNI\n"
+		"                             semaphore limits of every namespace, in\n"
+		"                             /proc/sys/kernel/sem order (default: the host's)\n"
+		"      --namespaces=POLICY    per-ipc-namespace (default): clients share sets\n"
+		"                             only within one IPC namespace, as on one kernel;\n"
+		"                             shared: all clients share one namespace\n"
+		"      --trace                one line per served call on standard error\n"
+		"      --set KEY=VALUE        any configuration file setting\n"
+		"      --check                check the configuration and exit\n"
+		"  -h, --help                 show this help and exit\n"
+		"  -V, --version              show the version and exit\n"
+		"\n"
+		"Under systemd (semvisord.service, Type=notify) the sockets may come from\n"
+		"semvisord.socket (named 'agent' and 'control'). Signals: SIGHUP re-reads the\n"
+		"configuration and applies the limits; SIGTERM stops (confined programs' trapped\n"
+		"calls then fail with ENOSYS).\n"
+		"\n"
+		"A client's metadata (OCI listenerMetadata) may say 'ns=NAME' to be served from a\n"
+		"named namespace shared with other clients naming it, and 'cred-traps' when its\n"
+		"filter traps credential changes; both are honoured from root only.\n"
+		"\n"
+		"Exit status: 0 after SIGTERM or --check; 1 on a configuration or setup error.\n");
+}
+
+static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
+{
+	enum { O_AGENT = 256, O_CONTROL, O_WORKERS, O_LIMITS, O_NS, O_TRACE, O_SET, O_CHECK };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "agent-socket", required_argument, NULL, O_AGENT },
+		{ "control-socket", required_argument, NULL, O_CONTROL },
+		{ "workers", required_argument, NULL, O_WORKERS },
+		{ "limits", required_argument, NULL, O_LIMITS },
+		{ "namespaces", required_argument, NULL, O_NS },
+		{ "trace", no_argument, NULL, O_TRACE },
+		{ "set", required_argument, NULL, O_SET },
+		{ "check", no_argument, NULL, O_CHECK },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	/* Options override the file: collect them, load the file, then apply them in order. */
+	struct {
+		const char *key, *value;
+	} sets[64];
+	int nsets = 0, c;
+	char err[512];
+	bool explicit_config = false;
+
+	d->config_path = CFG_DEFAULT_PATH;
+	while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
+		const char *key = NULL;
+
+		switch (c) {
+		case 'c':
+			d->config_path = optarg;
+			explicit_config = true;
+			continue;
+		case O_AGENT:
+			key = "agent_socket";
+			break;
+		case O_CONTROL:
+			key = "control_socket";
+			break;
+		case O_WORKERS:
+			key = "workers";
+			break;
+		case O_LIMITS:
+			key = "limits";
+			break;
+		case O_NS:
+			key = "namespaces";
+			break;
+		case O_TRACE:
+			key = "trace";
+			optarg = (char *)"yes";
+			break;
+		case O_SET: {
+			char *eq = strchr(optarg, '=');
+
+			if (!eq) {
+				fprintf(stderr, "semvisord: --set wants KEY=VALUE, not '%s'\n",
+					optarg);
+				return -1;
+			}
+			*eq = '\0';
+			key = optarg;
+			optarg = eq + 1;
+			break;
+		}
+		case O_CHECK:
+			*check = true;
+			continue;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("semvisord %s\n", SEMVISOR_VERSION);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'semvisord --help' for more information.\n");
+			return -1;
+		}
+		if (nsets == (int)(sizeof(sets) / sizeof(sets[0]))) {
+			fprintf(stderr, "semvisord: too many options\n");
+			return -1;
+		}
+		sets[nsets].key = key;
+		sets[nsets++].value = optarg;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "semvisord: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+
+	cfg_defaults(&d->cfg);
+	int rc = cfg_load(&d->cfg, d->config_path, err, sizeof(err));
+
+	if (rc && !(rc == -ENOENT && !explicit_config)) {
+		fprintf(stderr, "semvisord: %s\n", err);
+		return -1;
+	}
+	for (int i = 0; i < nsets; i++) {
+		if (cfg_set(&d->cfg, sets[i].key, sets[i].value, err, sizeof(err))) {
+			fprintf(stderr, "semvisord: %s\n", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Bind a listening socket, refusing if another instance already listens on it. */
+static int bind_unix(const char *path, mode_t mode, const char *group, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)];
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %.200s", path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		snprintf(err, errlen, "another semvisord is already listening on %s", path);
+		return -EADDRINUSE;
+	}
+	close(fd);
+	unlink(path); /* a stale socket from a dead instance */
+	memcpy(dir, sa.sun_path, sizeof(dir));
+	mkdir(dirname(dir), 0755);
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		goto fail;
+	/* Nobody may connect before the mode is what it should be. */
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		umask(old);
+		goto fail_fd;
+	}
+	umask(old);
+	if (chmod(path, mode))
+		goto fail_fd;
+	if (group[0]) {
+		struct group *g = getgrnam(group);
+
+		if (!g) {
+			snprintf(err, errlen, "%.107s: no group named '%.63s'", path, group);
+			close(fd);
+			return -EINVAL;
+		}
+		if (chown(path, (uid_t)-1, g->gr_gid))
+			goto fail_fd;
+	}
+	if (listen(fd, 128))
+		goto fail_fd;
+	return fd;
+fail_fd:
+	close(fd);
+fail:
+	{
+		int e = errno;
+
+		snprintf(err, errlen, "%.107s: %s", path, strerror(e));
+		return -e;
+	}
+}
+
+/* Sockets passed by systemd (semvisord.socket), by name. */
+int systemd_socket(const char *want)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(0, &names), fd = -1;
+
+	for (int i = 0; i < n; i++) {
+		if ((names && names[i] && !strcmp(names[i], want)) ||
+		    (n == 1 && !strcmp(want, "agent") &&
+		     (!names || !names[i] || !strcmp(names[i], "unknown"))))
+			fd = SD_LISTEN_FDS_START + i;
+	}
+	if (names) {
+		for (int i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+	}
+	return fd;
+}
+
+/* ---- the loop ---- */
+
+static struct daemon the_daemon;
+
+static void on_agent(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	agent_accept(&the_daemon, w->fd);
+}
+
+static void status(struct daemon *d)
+{
+	struct nt_stats st;
+	uint64_t calls = 0;
+
+	nt_super_stats(d->super, &st);
+	for (int i = 0; i < NT_NCALLS; i++)
+		calls += st.calls[i];
+	sd_notifyf(0, "STATUS=serving %d clients; %llu calls served",
+		   nt_super_nlisteners(d->super), (unsigned long long)calls);
+}
+
+static void on_status(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	status(&the_daemon);
+}
+
+static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)revents;
+	dlog(&the_daemon, "signal %d: stopping", w->signum);
+	sd_notify(0, "STOPPING=1");
+	ev_break(loop, EVBREAK_ALL);
+}
+
+/* SIGHUP: re-read the configuration; apply what can change live. */
+static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct daemon *d = &the_daemon;
+	struct cfg fresh;
+	char err[512];
+
+	(void)loop;
+	(void)w;
+	(void)revents;
+	sd_notify(0, "RELOADING=1");
+	cfg_defaults(&fresh);
+	if (cfg_load(&fresh, d->config_path, err, sizeof(err)) && errno != ENOENT) {
+		dlog(d, "reload: %s (keeping the running configuration)", err);
+	} else {
+		if (fresh.have_limits) {
+			int rc = nt_super_set_limits(d->super, NULL, &fresh.limits);
+
+			if (rc)
+				dlog(d, "reload: limits: %s", strerror(-rc));
+			else
+				dlog(d, "reload: limits now %d %d %d %d", fresh.limits.semmsl,
+				     fresh.limits.semmns, fresh.limits.semopm, fresh.limits.semmni);
+		}
+		d->cfg.max_clients = fresh.max_clients;
+		if (strcmp(fresh.agent_path, d->cfg.agent_path) ||
+		    strcmp(fresh.control_path, d->cfg.control_path) ||
+		    fresh.workers != d->cfg.workers || fresh.ns_policy != d->cfg.ns_policy ||
+		    fresh.trace != d->cfg.trace)
+			dlog(d, "reload: socket paths, workers, namespaces and trace change only "
+				"at a restart");
+	}
+	sd_notify(0, "READY=1");
+	status(d);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon *d = &the_daemon;
+	struct nt_config nc = { 0 };
+	struct ev_loop *loop;
+	ev_io agent_w;
+	ev_signal sig_term, sig_int, sig_hup;
+	ev_timer status_w;
+	struct rlimit rl;
+	bool check = false;
+	char err[512];
+	int rc;
+
+	if (parse_args(argc, argv, d, &check))
+		return 1;
+	if (check) {
+		printf("semvisord: configuration OK: agent %s, control %s, namespaces %s\n",
+		       d->cfg.agent_path, d->cfg.control_path[0] ? d->cfg.control_path : "(none)",
+		       cfg_ns_policy_name(d->cfg.ns_policy));
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* a pidfd per confined thread and process: take every fd we may */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	setvbuf(stderr, NULL, _IOLBF, 0);
+
+	nc.nworkers = d->cfg.workers;
+	nc.limits = d->cfg.have_limits ? &d->cfg.limits : NULL;
+	nc.trace = d->cfg.trace ? stderr : NULL;
+	nc.end_namespaces = true;
+	d->super = nt_super_new(&nc, err, sizeof(err));
+	if (!d->super) {
+		dlog(d, "%s", err);
+		return 1;
+	}
+
+	d->agent_fd = systemd_socket("agent");
+	if (d->agent_fd < 0) {
+		d->agent_fd = bind_unix(d->cfg.agent_path, d->cfg.agent_mode, d->cfg.agent_group,
+					err, sizeof(err));
+		if (d->agent_fd < 0) {
+			dlog(d, "agent socket: %s", err);
+			return 1;
+		}
+		d->agent_bound = true;
+	}
+	if (ctl_attach(d, err, sizeof(err))) {
+		dlog(d, "control socket: %s", err);
+		return 1;
+	}
+	rc = nt_super_start(d->super);
+	if (rc) {
+		dlog(d, "starting workers: %s", strerror(-rc));
+		return 1;
+	}
+
+	loop = ev_default_loop(EVFLAG_AUTO);
+	ev_io_init(&agent_w, on_agent, d->agent_fd, EV_READ);
+	ev_io_start(loop, &agent_w);
+	ev_signal_init(&sig_term, on_stop, SIGTERM);
+	ev_signal_init(&sig_int, on_stop, SIGINT);
+	ev_signal_init(&sig_hup, on_reload, SIGHUP);
+	ev_signal_start(loop, &sig_term);
+	ev_signal_start(loop, &sig_int);
+	ev_signal_start(loop, &sig_hup);
+	ev_timer_init(&status_w, on_status, 10., 10.);
+	ev_timer_start(loop, &status_w);
+
+	dlog(d, "serving: agent %s, control %s, namespaces %s", d->cfg.agent_path,
+	     d->cfg.control_path[0] ? d->cfg.control_path : "(none)",
+	     cfg_ns_policy_name(d->cfg.ns_policy));
+	sd_notify(0, "READY=1");
+	status(d);
+
+	ev_run(loop, 0);
+
+	/* Stop: no new clients, then the workers. */
+	ev_io_stop(loop, &agent_w);
+	close(d->agent_fd);
+	if (d->agent_bound)
+		unlink(d->cfg.agent_path);
+	ctl_detach(d);
+	nt_super_stop(d->super);
+	nt_super_wait(d->super);
+	dlog(d, "stopped");
+	return 0;
+}
