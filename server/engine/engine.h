@@ -205,6 +205,8 @@ void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq);
 struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *err);
 /* caller holds the set lock (global) */
 void sv_undo_unlink_all(struct sv_set *set);
+/* The caller's entry for semid if it has one (no allocation); under RCU. */
+struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid);
 
 /* The caller's memory, through its ops (plain memory when it has none): 0 or -EFAULT. */
 int sv_copy_in(const struct sv_caller *c, uint64_t addr, void *buf, size_t len);

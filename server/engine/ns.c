@@ -210,6 +210,18 @@ void sv_ns_set_next_id(struct sv_ns *ns, int id)
 		abort();
 }
 
+int sv_ns_next_id(struct sv_ns *ns)
+{
+	int id;
+
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	id = ns->next_id;
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
+	return id;
+}
+
 /* ---- lookups: call under rcu_read_lock() ---- */
 
 struct sv_set *sv_set_lookup(struct sv_ns *ns, int id)

@@ -805,25 +805,26 @@ int sv_waiter_cancel(struct sv_waiter *w)
 }
 
 /*
- * Undo sop i of a completed waiter (the inverse of its step in perform_atomic_semop()).
+ * Undo sop i of an applied operation (the inverse of its step in perform_atomic_semop()).
  * Returns false, changing nothing, if that would leave a value or semadj out of range.
+ * undo_live: un still holds this operation's semadj (else exit already applied it, and with it
+ * the inverse of the sop). Caller holds the lock(s) covering the sops.
  */
-static bool unapply_sop(struct sv_set *set, struct sv_waiter *w, unsigned int i, bool undo_live)
+static bool unapply_sop(struct sv_set *set, const struct sv_sembuf *sop, struct sv_undo *un,
+			bool undo_live)
 {
-	const struct sv_sembuf *sop = &w->sops[i];
 	struct sv_sem *sem = &set->sems[sop->sem_num];
 	int val = sem->semval - sop->sem_op;
 
 	if (sop->sem_flg & SV_SEM_UNDO) {
 		int adj;
 
-		/* Exit already applied this semadj, and with it the inverse of this sop. */
 		if (!undo_live)
 			return true;
-		adj = w->un->semadj[sop->sem_num] + sop->sem_op;
+		adj = un->semadj[sop->sem_num] + sop->sem_op;
 		if (val < 0 || val > SV_SEMVMX || adj < -SV_SEMAEM - 1 || adj > SV_SEMAEM)
 			return false;
-		w->un->semadj[sop->sem_num] = (int16_t)adj;
+		un->semadj[sop->sem_num] = (int16_t)adj;
 	} else if (val < 0 || val > SV_SEMVMX) {
 		return false;
 	}
@@ -831,11 +832,56 @@ static bool unapply_sop(struct sv_set *set, struct sv_waiter *w, unsigned int i,
 	return true;
 }
 
+/*
+ * Undo a whole applied operation, last sop first, all or nothing: -ERANGE (and nothing
+ * changed) if some step cannot be undone. Then the wake-up pass, told where values moved.
+ * Caller holds the lock(s) covering the sops.
+ */
+static int unapply(struct sv_set *set, const struct sv_sembuf *sops, unsigned int n,
+		   struct sv_undo *un, struct sv_wakeq *wq)
+{
+	bool undo_live = un && un->semid != -1;
+	struct sv_sembuf fast[SEMOPM_FAST] = { { 0 } }, *inv = fast;
+	unsigned int i;
+
+	for (i = n; i-- > 0;) {
+		if (!unapply_sop(set, &sops[i], un, undo_live)) {
+			/* Re-apply what we undid: the operation stays done. */
+			while (++i < n) {
+				const struct sv_sembuf *sop = &sops[i];
+
+				if ((sop->sem_flg & SV_SEM_UNDO) && !undo_live)
+					continue;
+				set->sems[sop->sem_num].semval += sop->sem_op;
+				if (sop->sem_flg & SV_SEM_UNDO)
+					un->semadj[sop->sem_num] -= sop->sem_op;
+			}
+			return -ERANGE;
+		}
+	}
+	/*
+	 * Values that went back up may release decrements, values that went back down to zero
+	 * may release wait-for-zero: the inverse operation tells the wake-up pass where to look.
+	 */
+	if (n > SEMOPM_FAST)
+		inv = malloc(n * sizeof(*inv));
+	if (!inv) {
+		sv_do_smart_update(set, NULL, 0, false, wq); /* look everywhere instead */
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		inv[i] = sops[i];
+		inv[i].sem_op = (int16_t)-sops[i].sem_op;
+	}
+	sv_do_smart_update(set, inv, n, false, wq);
+	if (inv != fast)
+		free(inv);
+	return 0;
+}
+
 int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq)
 {
 	struct sv_set *set = w->set;
-	unsigned int i, n = w->nsops;
-	bool undo_live;
 	int locknum, ret = 0;
 
 	if (!w->applied)
@@ -843,43 +889,43 @@ int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq)
 	locknum = sv_sem_lock(set, w->sops, w->nsops);
 	if (set->deleted)
 		goto out; /* its values went with the set */
-	undo_live = w->un && w->un->semid != -1;
+	ret = unapply(set, w->sops, w->nsops, w->un, wq);
+	if (!ret) {
+		for (unsigned int i = w->nsops; i-- > 0;) {
+			struct sv_sem *sem = &set->sems[w->sops[i].sem_num];
 
-	for (i = n; i-- > 0;) {
-		if (!unapply_sop(set, w, i, undo_live)) {
-			/* Re-apply what we undid: the operation stays done. */
-			while (++i < n) {
-				const struct sv_sembuf *sop = &w->sops[i];
-
-				if ((sop->sem_flg & SV_SEM_UNDO) && !undo_live)
-					continue;
-				set->sems[sop->sem_num].semval += sop->sem_op;
-				if (sop->sem_flg & SV_SEM_UNDO)
-					w->un->semadj[sop->sem_num] -= sop->sem_op;
-			}
-			ret = -ERANGE;
-			goto out;
+			if (sem->sempid == w->proc->pid)
+				sem->sempid = w->oldpid[i];
 		}
+		w->applied = false;
 	}
-	for (i = n; i-- > 0;) {
-		struct sv_sem *sem = &set->sems[w->sops[i].sem_num];
-
-		if (sem->sempid == w->proc->pid)
-			sem->sempid = w->oldpid[i];
-	}
-	w->applied = false;
-
-	/*
-	 * Values that went back up may release decrements, values that went back down to zero
-	 * may release wait-for-zero: the inverse operation tells the wake-up pass where to look.
-	 */
-	for (i = 0; i < n; i++)
-		w->sops[i].sem_op = (int16_t)-w->sops[i].sem_op;
-	sv_do_smart_update(set, w->sops, n, false, wq);
-	for (i = 0; i < n; i++)
-		w->sops[i].sem_op = (int16_t)-w->sops[i].sem_op;
 out:
 	sv_sem_unlock(set, locknum);
+	return ret;
+}
+
+int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf *sops,
+		    unsigned int nsops, struct sv_wakeq *wq)
+{
+	struct sv_undo *un = NULL;
+	struct sv_set *set;
+	int locknum, ret = 0;
+	bool undos = false;
+
+	for (unsigned int i = 0; i < nsops; i++)
+		undos |= (sops[i].sem_flg & SV_SEM_UNDO) != 0;
+	rcu_read_lock();
+	set = sv_set_lookup(c->ns, semid);
+	if (!set)
+		goto out_rcu; /* removed: its values went with it */
+	if (undos)
+		un = sv_undo_lookup(c, semid);
+	locknum = sv_sem_lock(set, sops, nsops);
+	if (!set->deleted)
+		ret = unapply(set, sops, nsops, un, wq);
+	sv_sem_unlock(set, locknum);
+out_rcu:
+	rcu_read_unlock();
 	return ret;
 }
 

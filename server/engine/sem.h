@@ -161,6 +161,8 @@ void sv_ns_limits(const struct sv_ns *ns, struct sv_limits *out);
 int sv_ns_set_limits(struct sv_ns *ns, const struct sv_limits *lim);
 /* /proc/sys/kernel/sem_next_id: the id the next new set gets (-1: choose as usual). */
 void sv_ns_set_next_id(struct sv_ns *ns, int id);
+/* The id still waiting to be used (-1 when none: the last one was used). */
+int sv_ns_next_id(struct sv_ns *ns);
 /*
  * Parse "SEMMSL,SEMMNS,SEMOPM,SEMMNI" (the order of /proc/sys/kernel/sem), as the command
  * line and configuration file give limits: 0, or -1 if malformed or out of range.
@@ -194,6 +196,17 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t sops, unsigned
 /* semctl; arg is the fourth argument's register value (a value for SETVAL, else an address). */
 long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
 	       struct sv_wakeq *wq);
+
+/*
+ * Undo a semop that completed at once (its answer could not be delivered: the caller was
+ * interrupted): the inverse of each sop, in reverse order, as sv_waiter_rollback() does for a
+ * waiter; sempid is left as it is. 0: undone (or its set is gone); -ERANGE: later calls used
+ * what it produced and it stays done. What the restored values let proceed goes to wq.
+ */
+int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf *sops,
+		    unsigned int nsops, struct sv_wakeq *wq);
+/* Live SEM_UNDO entries in every namespace (adjustments still to apply at some exit). */
+long sv_undo_entries(void);
 
 /* ---- waiters ---- */
 void sv_wakeq_init(struct sv_wakeq *q);

@@ -17,6 +17,14 @@
 
 #include "engine/engine.h"
 
+/* Entries on some set's list: lets callers skip exit bookkeeping nobody needs. */
+static atomic_long live_entries;
+
+long sv_undo_entries(void)
+{
+	return atomic_load_explicit(&live_entries, memory_order_relaxed);
+}
+
 struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid)
 {
 	struct sv_proc *p = calloc(1, sizeof(*p));
@@ -91,6 +99,20 @@ static struct sv_undo *lookup_undo(struct sv_proc *p, int semid)
 	return NULL;
 }
 
+struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid)
+{
+	struct sv_undo *un;
+
+	if (!c->proc)
+		return NULL;
+	if (pthread_mutex_lock(&c->proc->lock))
+		abort();
+	un = lookup_undo(c->proc, semid);
+	if (pthread_mutex_unlock(&c->proc->lock))
+		abort();
+	return un;
+}
+
 /*
  * find_alloc_undo(). Called under rcu_read_lock(); the entry returned stays valid while the set
  * is locked and un->semid is checked again under that lock.
@@ -141,6 +163,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		fresh->nsems = set->nsems;
 		cds_list_add_rcu(&fresh->proc_node, &p->undos);
 		cds_list_add(&fresh->set_node, &set->undos);
+		atomic_fetch_add_explicit(&live_entries, 1, memory_order_relaxed);
 		un = fresh;
 		fresh = NULL;
 	}
@@ -168,6 +191,7 @@ void sv_undo_unlink_all(struct sv_set *set)
 		struct sv_proc *p = un->proc;
 
 		cds_list_del(&un->set_node);
+		atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
 		if (pthread_mutex_lock(&p->lock))
 			abort();
 		un->semid = -1;
@@ -238,6 +262,7 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 		un = lookup_undo(p, semid);
 		if (un) {
 			cds_list_del(&un->set_node);
+			atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
 			un->semid = -1;
 		}
 		if (pthread_mutex_unlock(&p->lock))
