@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -192,7 +193,7 @@ static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err
 		return other;
 	}
 	xunlock(&s->tables_lock);
-	nt_watch(s, &p->src);
+	nt_watch_exit(s, &p->src);
 	return p;
 }
 
@@ -310,7 +311,7 @@ int nt_thread_refresh(struct nt_super *s, struct nt_thread *thr)
 	thr->userns = ns.user == s->my_userns ? NULL : nt_userns_get(s, ns.user, thr->tid);
 	if (!thr->ns || thr->ns->ipc_inode != ns.ipc) {
 		/* a listener's fixed namespace is set at creation and never changes */
-		thr->ns = nt_ns_for_inode(s, ns.ipc);
+		thr->ns = nt_ns_for_inode(s, ns.ipc, thr->tid);
 		if (!thr->ns)
 			return -ENOMEM;
 	}
@@ -418,7 +419,7 @@ void nt_process_exited(struct nt_super *s, struct nt_worker *wk, struct nt_proce
 	struct sv_proc *svp;
 
 	/* This event holds the table's reference; it is dropped at the end. */
-	nt_unwatch(s, &p->src);
+	epoll_ctl(s->exits.fd, EPOLL_CTL_DEL, p->src.fd, NULL);
 	NT_COUNT_EVENT(s, processes_exited);
 
 	/*

@@ -43,7 +43,8 @@
 /* What an epoll event points at. */
 enum nt_src_kind {
 	SRC_LISTENER,
-	SRC_PROCESS, /* a thread group's pidfd: it exited */
+	SRC_EXITS,   /* the epoll set of process pidfds below has something */
+	SRC_PROCESS, /* a thread group's pidfd (in s->exits): it exited */
 	SRC_THREAD,  /* one thread's pidfd (PIDFD_THREAD): it exited */
 	SRC_TIMER,   /* parked semtimedop deadlines */
 	SRC_SWEEP,   /* periodic check of parked callers that vanished without a word */
@@ -78,6 +79,13 @@ struct nt_ns {
 	struct sv_ns *ns;
 	int nlisteners;            /* listeners that have used it; under s->lock */
 	bool persistent;           /* the supervisor's own IPC namespace, or a named one */
+	/*
+	 * The IPC namespace's /proc/sys/kernel/sem and sem_next_id, opened from inside it (an
+	 * open sysctl file keeps serving the namespace it was opened in), when its limits follow
+	 * the kernel's as they would natively; -1 when limits were given explicitly.
+	 */
+	int sem_fd;
+	int next_id_fd;
 };
 
 /* A user namespace's id maps, read once (inode -> maps). */
@@ -153,6 +161,7 @@ struct nt_req {
 	int nr;
 	uint64_t args[6];
 	struct sv_waiter *w;      /* once parked */
+	struct nt_ns *ns;         /* where it waits (for GETNCNT's check of vanished callers) */
 	bool adopted;             /* a restart of this call took its result (under thr->lock) */
 	int64_t received_ns;
 	int64_t parked_ns;
@@ -175,6 +184,15 @@ struct nt_super {
 	struct nt_config cfg;
 	int epfd;
 	struct nt_src stop, timer, sweep;
+	/*
+	 * Process exits live in an epoll set of their own, drained before serving a call while
+	 * anything depends on them (SEM_UNDO entries, parked calls): after a parent's waitpid()
+	 * returns, the child's SEM_UNDO has been applied, as in the kernel. exits_lock makes
+	 * a worker wait for one draining them already.
+	 */
+	struct nt_src exits;
+	pthread_mutex_t exits_lock;
+	atomic_int nparked;
 	int nworkers, started;
 	struct nt_worker *workers;
 	size_t resp_size;
@@ -186,6 +204,8 @@ struct nt_super {
 	struct cds_list_head namespaces;
 	struct cds_list_head usernss;
 	struct sv_limits limits;
+	bool sync_limits;   /* no limits were given: each IPC namespace's own apply */
+	int my_ipc_fd;      /* our IPC namespace, to come back to after opening a sysctl */
 
 	pthread_mutex_t tables_lock; /* creation and removal in threads/procs */
 	struct cds_lfht *threads;
@@ -222,8 +242,16 @@ void nt_listener_put(struct nt_listener *l);
 void nt_listener_uses(struct nt_super *s, struct nt_listener *l, struct nt_ns *n);
 void nt_rearm(struct nt_super *s, struct nt_src *src);
 void nt_watch(struct nt_super *s, struct nt_src *src);
+void nt_watch_exit(struct nt_super *s, struct nt_src *src);
+/* Handle every process exit the kernel has reported. */
+void nt_drain_exits(struct nt_worker *wk);
 void nt_unwatch(struct nt_super *s, struct nt_src *src);
-struct nt_ns *nt_ns_for_inode(struct nt_super *s, uint64_t inode);
+/* The namespace of an IPC namespace inode, created on first use (tid lives in it). */
+struct nt_ns *nt_ns_for_inode(struct nt_super *s, uint64_t inode, pid_t tid);
+/* Take the IPC namespace's current limits and sem_next_id (before the calls that use them). */
+void nt_ns_sync(struct nt_ns *n);
+/* A sem_next_id we handed to the engine was used: reset it as the kernel does. */
+void nt_ns_next_id_used(struct nt_ns *n);
 struct nt_ns *nt_ns_named(struct nt_super *s, const char *name);
 struct nt_userns *nt_userns_get(struct nt_super *s, uint64_t inode, pid_t via_tid);
 /*

@@ -24,6 +24,7 @@
  * If the caller restarted the call in between, the restart takes the completed result instead.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,7 @@ static void req_detach(struct nt_super *s, struct nt_req *r)
 	if (!cds_list_empty(&r->parked_node)) {
 		cds_list_del_init(&r->parked_node);
 		atomic_fetch_sub_explicit(&r->l->parked, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_relaxed);
 	}
 	xunlock(&s->parked_lock);
 }
@@ -357,19 +359,27 @@ void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 			NT_ADD(st, wait_ns[hist_bucket(nt_now_ns() - r->parked_ns)], 1);
 			count_answer(st, status);
 			trace(s, thr->tid, r->nr, r->args, status, " (after waiting)");
-		} else if (sv_waiter_rollback(w, wq) == -ERANGE) {
-			/*
-			 * Later calls used what it produced: it stays done. If the caller restarts
-			 * it, the restart gets this result.
-			 */
-			xlock(&thr->lock);
-			record(&thr->kept, r->nr, r->args, status);
-			xunlock(&thr->lock);
-			NT_ADD(st, kept, 1);
-		} else if (status == 0) {
-			NT_ADD(st, rolled_back, 1);
 		} else {
-			NT_ADD(st, stale, 1);
+			/*
+			 * The caller was interrupted (or died) while it waited. Undo what completing
+			 * it applied; a restart of the call is then the kernel's restart of an
+			 * interrupted wait, which natively returns EINTR. If later calls used what
+			 * it produced it stays done, and a restart gets its result.
+			 */
+			bool kept = sv_waiter_rollback(w, wq) == -ERANGE;
+
+			xlock(&thr->lock);
+			if (kept)
+				record(&thr->kept, r->nr, r->args, status);
+			else
+				record(&thr->interrupted, r->nr, r->args, -EINTR);
+			xunlock(&thr->lock);
+			if (kept)
+				NT_ADD(st, kept, 1);
+			else if (status == 0)
+				NT_ADD(st, rolled_back, 1);
+			else
+				NT_ADD(st, stale, 1);
 		}
 		sv_waiter_free(w);
 		nt_req_put(r);
@@ -441,6 +451,51 @@ void nt_listener_gone(struct nt_worker *wk, struct nt_listener *l)
 		req_detach(s, found);
 		nt_req_put(found);
 	}
+}
+
+/* ---- restart or retry ---- */
+
+#define FRAME_SCAN (32 * 1024) /* below the red zone: frame, siginfo, xsave area (AMX ~11 KiB) */
+
+/*
+ * A thread whose parked call died makes the very same call again. Is it the kernel restarting
+ * the interrupted call (SA_RESTART handler, or stop/continue), or the program retrying after it
+ * got EINTR? Natively the first returns EINTR and the second is a new call.
+ *
+ * The handler ran on the thread's stack, and its signal frame is still there below the stack
+ * pointer: the saved registers say what the kernel decided. With SA_RESTART it rewound rip to
+ * the syscall instruction and restored rax to the call's number; without, rax is -EINTR and rip
+ * is past the instruction. Both are at the same stack pointer as this call. No frame at all
+ * means no handler ran: a stop and continue, which restarts. Only called in this ambiguous
+ * case, so the common path pays nothing.
+ */
+static bool kernel_restarted(pid_t tid, int raw_nr)
+{
+	enum { RAX = 13, RSP = 15, RIP = 16 }; /* struct sigcontext (x86_64), in words */
+	uint64_t sp, pc, top, *w;
+	size_t len = FRAME_SCAN;
+	bool restart = true;
+
+	if (tgt_read_syscall_regs(tid, &sp, &pc))
+		return true;
+	top = sp - 128; /* the red zone is left alone */
+	w = malloc(len);
+	if (!w)
+		return true;
+	while (len >= 4096 && tgt_read(tid, top - len, w, len))
+		len /= 2; /* the stack's mapping may end sooner */
+	for (size_t i = len / 8 - RIP - 1; len >= 4096 && i-- > 0;) {
+		if (w[i + RSP] != sp)
+			continue;
+		if (w[i + RIP] == pc - 2 && w[i + RAX] == (uint64_t)raw_nr)
+			break; /* rewound: the kernel's restart */
+		if (w[i + RIP] == pc && w[i + RAX] == (uint64_t)-EINTR) {
+			restart = false; /* it returned EINTR: this is the program's retry */
+			break;
+		}
+	}
+	free(w);
+	return restart;
 }
 
 /* ---- the caller's side, as the engine sees it ---- */
@@ -578,6 +633,109 @@ static bool prefetch(struct call_ctx *cx, int nr, const uint64_t *args)
 	return true;
 }
 
+/*
+ * The caller was interrupted between our decision and our answer (NOTIF_SEND said ENOENT): it
+ * returns EINTR, or the kernel restarts the call. A semop that changed values is undone, so a
+ * restart runs it afresh and a caller that got EINTR finds nothing done; if later calls already
+ * used what it produced, or for any other call, the result is kept for a restart to take.
+ * Caller holds the thread's lock.
+ */
+static void answer_lost(struct nt_worker *wk, struct call_ctx *cx, int nr, const uint64_t *args,
+			long val, struct sv_wakeq *wq)
+{
+	unsigned int nsops = (unsigned int)args[2];
+
+	if ((nr == NR_SEMOP || nr == NR_SEMTIMEDOP) && val == 0 && nsops >= 1 &&
+	    nsops <= PREFETCH_SOPS &&
+	    sv_semop_revert(&cx->c, (int)args[0], cx->sops, nsops, wq) == 0) {
+		NT_ADD(&wk->stats, rolled_back, 1);
+		return;
+	}
+	record(&cx->thr->kept, nr, args, val);
+	NT_ADD(&wk->stats, kept, 1);
+}
+
+/*
+ * GETNCNT and GETZCNT count waiters, and a caller interrupted in its wait is, natively, no
+ * longer one by the time anybody can ask. Drop the parked calls on this set whose caller has
+ * vanished (the sweep would find them within 100 ms). Caller holds no thread lock.
+ */
+static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int semid)
+{
+	struct nt_super *s = wk->super;
+	struct nt_req *r, **found = NULL;
+	int n = 0, cap = 0;
+
+	xlock(&s->parked_lock);
+	cds_list_for_each_entry(r, &s->parked, parked_node)
+	{
+		if (r->ns != ns || (int)r->args[0] != semid)
+			continue;
+		if (n == cap) {
+			struct nt_req **more;
+
+			cap = cap ? 2 * cap : 16;
+			more = realloc(found, (size_t)cap * sizeof(*more));
+			if (!more)
+				break;
+			found = more;
+		}
+		atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
+		found[n++] = r;
+	}
+	xunlock(&s->parked_lock);
+	for (int i = 0; i < n; i++) {
+		r = found[i];
+		if (!id_valid(r->l, r->id)) {
+			xlock(&r->thr->lock);
+			if (r->thr->parked == r)
+				nt_drop_parked(wk, r->thr, true);
+			xunlock(&r->thr->lock);
+		}
+		nt_req_put(r);
+	}
+	free(found);
+}
+
+/*
+ * unshare(CLONE_SYSVSEM), unshare(CLONE_NEWIPC) and setns() into another IPC namespace apply a
+ * process's undo list at once when it is the list's only holder (exit_sem() in the kernel), and
+ * it starts afresh. We see the call before it runs: apply now, unless it is sure to fail
+ * (CLONE_NEWIPC without CLONE_NEWUSER needs CAP_SYS_ADMIN). A multi-threaded process shares its
+ * list with the other threads natively, so nothing is applied then.
+ */
+static void undo_at_unshare(struct nt_worker *wk, struct nt_thread *thr, int nr,
+			    const uint64_t *args)
+{
+	struct nt_process *p = thr->proc;
+	struct tgt_status st;
+	struct sv_wakeq wq;
+	struct sv_proc *svp;
+	bool applies;
+
+	if (nr == SYS_unshare)
+		applies = args[0] & (CLONE_SYSVSEM | CLONE_NEWIPC);
+	else
+		applies = (args[1] == 0 || args[1] == CLONE_NEWIPC) && thr->ns &&
+			  tgt_fd_is_other_ipc_ns(thr->tid, (int)args[0], thr->ns->ipc_inode);
+	if (!applies || tgt_read_status(thr->tid, &st) || st.threads != 1)
+		return;
+	if (nr == SYS_unshare && (args[0] & CLONE_NEWIPC) && !(args[0] & CLONE_NEWUSER) &&
+	    !(st.cap_eff & (1ull << 21)))
+		return; /* EPERM: nothing changes */
+	xlock(&p->lock);
+	svp = p->svp;
+	p->svp = NULL;
+	p->svp_ns = NULL;
+	xunlock(&p->lock);
+	if (!svp)
+		return;
+	sv_wakeq_init(&wq);
+	sv_proc_exit(svp, &wq);
+	sv_proc_put(svp);
+	nt_deliver(wk, &wq);
+}
+
 /* A trapped credential change: forget what we cached, then let the call run. */
 static void serve_cred_change(struct nt_worker *wk, struct nt_listener *l,
 			      const struct seccomp_notif *n, int nr)
@@ -589,6 +747,8 @@ static void serve_cred_change(struct nt_worker *wk, struct nt_listener *l,
 			nt_process_invalidate_all(thr->proc, thr->tid != thr->proc->tgid);
 		else
 			nt_thread_invalidate(thr);
+		if (nr == SYS_unshare || nr == SYS_setns)
+			undo_at_unshare(wk, thr, nr, (const uint64_t *)n->data.args);
 		nt_thread_put(thr);
 	}
 	NT_ADD(&wk->stats, calls[NT_CRED_CHANGE], 1);
@@ -611,6 +771,9 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	int err = 0;
 
 	sv_wakeq_init(&wq);
+	/* Exits the kernel has reported must be applied before anything can observe them. */
+	if (sv_undo_entries() > 0 || atomic_load_explicit(&s->nparked, memory_order_relaxed) > 0)
+		nt_drain_exits(wk);
 	thr = nt_thread_get(s, (int32_t)n->pid, &err);
 	if (!thr) {
 		/* gone already (ESRCH): nobody to answer; otherwise say why we cannot serve */
@@ -635,7 +798,8 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	/* One system call at a time per thread: a parked one is dead. */
 	if (thr->parked) {
 		struct nt_req *old = thr->parked;
-		bool restart = old->nr == nr && !memcmp(old->args, args, sizeof(old->args));
+		bool restart = old->nr == nr && !memcmp(old->args, args, sizeof(old->args)) &&
+			       kernel_restarted(thr->tid, n->data.nr);
 
 		thr->parked = NULL;
 		NT_ADD(&wk->stats, interrupted, 1);
@@ -655,7 +819,8 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 			early = true;
 		}
 		/* else it completed and its answer will fail: the deliverer rolls it back */
-	} else if (same_call(&thr->interrupted, nr, args)) {
+	} else if (same_call(&thr->interrupted, nr, args) &&
+		   kernel_restarted(thr->tid, n->data.nr)) {
 		val = -EINTR;
 		early = true;
 	} else if (same_call(&thr->kept, nr, args)) {
@@ -695,7 +860,11 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 
 	switch (nr) {
 	case NR_SEMGET:
+		/* the IPC namespace's limits and sem_next_id, as the kernel reads them now */
+		nt_ns_sync(thr->ns);
 		val = sv_semget(&cx.c, (int32_t)args[0], (int)args[1], (int)args[2]);
+		if (val >= 0 && thr->ns->next_id_fd >= 0 && sv_ns_next_id(thr->ns->ns) < 0)
+			nt_ns_next_id_used(thr->ns);
 		break;
 	case NR_SEMOP:
 	case NR_SEMTIMEDOP:
@@ -706,7 +875,29 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 			val = -ENOMEM;
 			break;
 		}
+		/*
+		 * The request must be whole before the engine may publish it: another worker
+		 * that completes the call reads r->thr and r->l at once, then waits for
+		 * thr->lock, which we hold until the parking below (references included) is done.
+		 */
+		memset(req, 0, sizeof(*req));
+		req->l = l;
+		req->thr = thr;
+		req->id = n->id;
+		req->nr = nr;
+		memcpy(req->args, args, sizeof(req->args));
+		req->received_ns = t0;
+		req->heap_idx = -1;
+		CDS_INIT_LIST_HEAD(&req->parked_node);
 		park.cookie = req;
+		{
+			struct sv_limits lim;
+
+			/* more sops than we knew allowed: maybe the namespace's SEMOPM changed */
+			sv_ns_limits(thr->ns->ns, &lim);
+			if ((unsigned int)args[2] > (unsigned int)lim.semopm)
+				nt_ns_sync(thr->ns);
+		}
 		val = sv_semtimedop(&cx.c, (int)args[0], args[1], (unsigned int)args[2],
 				    nr == NR_SEMTIMEDOP ? args[3] : 0, &park, &wq);
 		parked = val == SV_PARKED; /* only a semop's 1 means that; GETVAL's is a value */
@@ -714,30 +905,30 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	case NR_SEMCTL:
 		NT_ADD(&wk->stats,
 		       semctl_cmds[(unsigned int)args[2] < NT_NCMDS ? (int)args[2] : NT_NCMDS], 1);
+		if ((int)args[2] == SV_IPC_INFO || (int)args[2] == SV_SEM_INFO)
+			nt_ns_sync(thr->ns);
+		if ((int)args[2] == SV_GETNCNT || (int)args[2] == SV_GETZCNT) {
+			xunlock(&thr->lock);
+			drop_vanished_waiters(wk, thr->ns, (int)args[0]);
+			xlock(&thr->lock);
+		}
 		val = sv_semctl(&cx.c, (int)args[0], (int)args[1], (int)args[2], args[3], &wq);
 		break;
 	}
 
 	if (parked) {
 		wk->spare = NULL; /* the parked call owns it now */
-		memset(req, 0, sizeof(*req));
-		req->refcount = 1; /* the parked call's: whoever ends it drops it */
-		req->l = l;
+		atomic_store_explicit(&req->refcount, 1, memory_order_relaxed); /* whoever ends it */
 		atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
-		req->thr = thr;
 		atomic_fetch_add_explicit(&thr->refcount, 1, memory_order_relaxed);
-		req->id = n->id;
-		req->nr = nr;
-		memcpy(req->args, args, sizeof(req->args));
 		req->w = park.waiter;
-		req->received_ns = t0;
+		req->ns = thr->ns;
 		req->parked_ns = nt_now_ns();
-		req->heap_idx = -1;
-		CDS_INIT_LIST_HEAD(&req->parked_node);
 		thr->parked = req;
 		xlock(&s->parked_lock);
 		cds_list_add_tail(&req->parked_node, &s->parked);
 		atomic_fetch_add_explicit(&l->parked, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->nparked, 1, memory_order_relaxed);
 		xunlock(&s->parked_lock);
 		if (park.timed) {
 			/* the kernel counts the timeout from the call's entry */
@@ -760,17 +951,26 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 			req = NULL; /* owned by the parked call now */
 		}
 	}
-	xunlock(&thr->lock);
-
 	if (!parked) {
-		if (reply(l, n->id, val, 0) == 0) {
+		/*
+		 * Answered with the thread's lock held: if the answer is lost, the thread's next
+		 * call (a restart, or whatever follows its EINTR) waits until the undo below is
+		 * done, so it can neither see nor consume what is being undone.
+		 */
+		int rc = reply(l, n->id, val, 0);
+
+		if (rc == 0) {
 			count_answer(&wk->stats, val);
 			NT_ADD(&wk->stats, service_ns[hist_bucket(nt_now_ns() - t0)], 1);
 		} else {
 			NT_ADD(&wk->stats, stale, 1);
+			if (rc == -ENOENT)
+				answer_lost(wk, &cx, nr, args, val, &wq);
 		}
-		trace(s, thr->tid, nr, args, val, "");
 	}
+	xunlock(&thr->lock);
+	if (!parked)
+		trace(s, thr->tid, nr, args, val, "");
 out:
 	if (cx.c.proc)
 		sv_proc_put(cx.c.proc);

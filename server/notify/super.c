@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -46,6 +47,30 @@ void nt_watch(struct nt_super *s, struct nt_src *src)
 		abort();
 }
 
+void nt_watch_exit(struct nt_super *s, struct nt_src *src)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = src };
+
+	if (epoll_ctl(s->exits.fd, EPOLL_CTL_ADD, src->fd, &ev))
+		abort();
+}
+
+void nt_drain_exits(struct nt_worker *wk)
+{
+	struct nt_super *s = wk->super;
+	struct epoll_event ev[16];
+	int n;
+
+	xlock(&s->exits_lock);
+	do {
+		n = epoll_wait(s->exits.fd, ev, 16, 0);
+		for (int i = 0; i < n; i++)
+			nt_process_exited(s, wk,
+					  caa_container_of(ev[i].data.ptr, struct nt_process, src));
+	} while (n == 16);
+	xunlock(&s->exits_lock);
+}
+
 void nt_rearm(struct nt_super *s, struct nt_src *src)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = src };
@@ -62,12 +87,35 @@ void nt_unwatch(struct nt_super *s, struct nt_src *src)
 
 /* ---- namespaces ---- */
 
-static struct nt_ns *ns_new(struct nt_super *s, uint64_t inode, const char *name)
+/*
+ * Open an IPC namespace's semaphore sysctls from inside it: setns() applies to this thread only,
+ * and the files keep serving that namespace after we come back. Caller holds s->lock.
+ */
+static void ns_open_sysctls(struct nt_super *s, struct nt_ns *n, pid_t tid)
+{
+	char path[64];
+	int nsfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)tid);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0)
+		return;
+	if (setns(nsfd, CLONE_NEWIPC) == 0) {
+		n->sem_fd = open("/proc/sys/kernel/sem", O_RDWR | O_CLOEXEC);
+		n->next_id_fd = open("/proc/sys/kernel/sem_next_id", O_RDWR | O_CLOEXEC);
+		if (setns(s->my_ipc_fd, CLONE_NEWIPC))
+			abort(); /* a worker left in another namespace would be wrong forever */
+	}
+	close(nsfd);
+}
+
+static struct nt_ns *ns_new(struct nt_super *s, uint64_t inode, const char *name, pid_t tid)
 {
 	struct nt_ns *n = calloc(1, sizeof(*n));
 
 	if (!n)
 		return NULL;
+	n->sem_fd = n->next_id_fd = -1;
 	n->ns = sv_ns_new(&s->limits);
 	if (!n->ns) {
 		free(n);
@@ -79,12 +127,49 @@ static struct nt_ns *ns_new(struct nt_super *s, uint64_t inode, const char *name
 		snprintf(n->name, sizeof(n->name), "%s", name);
 	else
 		snprintf(n->name, sizeof(n->name), "ipc:[%llu]", (unsigned long long)inode);
+	if (inode && s->sync_limits && s->my_ipc_fd >= 0) {
+		ns_open_sysctls(s, n, tid);
+		nt_ns_sync(n);
+	}
 	cds_list_add_tail(&n->node, &s->namespaces);
 	return n;
 }
 
+void nt_ns_sync(struct nt_ns *n)
+{
+	struct sv_limits lim;
+	char buf[128];
+	ssize_t len;
+	int id;
+
+	if (n->sem_fd < 0)
+		return;
+	len = pread(n->sem_fd, buf, sizeof(buf) - 1, 0);
+	if (len > 0) {
+		buf[len] = '\0';
+		if (sscanf(buf, "%d %d %d %d", &lim.semmsl, &lim.semmns, &lim.semopm,
+			   &lim.semmni) == 4)
+			sv_ns_set_limits(n->ns, &lim);
+	}
+	if (n->next_id_fd >= 0) {
+		len = pread(n->next_id_fd, buf, sizeof(buf) - 1, 0);
+		if (len > 0) {
+			buf[len] = '\0';
+			if (sscanf(buf, "%d", &id) == 1)
+				sv_ns_set_next_id(n->ns, id);
+		}
+	}
+}
+
+void nt_ns_next_id_used(struct nt_ns *n)
+{
+	if (n->next_id_fd >= 0 && pwrite(n->next_id_fd, "-1\n", 3, 0) < 0) {
+		/* the namespace is gone */
+	}
+}
+
 /* Namespaces live as long as the supervisor: an IPC namespace keeps its sets until it dies. */
-struct nt_ns *nt_ns_for_inode(struct nt_super *s, uint64_t inode)
+struct nt_ns *nt_ns_for_inode(struct nt_super *s, uint64_t inode, pid_t tid)
 {
 	struct nt_ns *n;
 
@@ -94,7 +179,7 @@ struct nt_ns *nt_ns_for_inode(struct nt_super *s, uint64_t inode)
 		if (inode && n->ipc_inode == inode)
 			goto out;
 	}
-	n = ns_new(s, inode, NULL);
+	n = ns_new(s, inode, NULL, tid);
 out:
 	xunlock(&s->lock);
 	return n;
@@ -110,7 +195,7 @@ struct nt_ns *nt_ns_named(struct nt_super *s, const char *name)
 		if (!n->ipc_inode && !strcmp(n->name, name))
 			goto out;
 	}
-	n = ns_new(s, 0, name);
+	n = ns_new(s, 0, name, 0);
 out:
 	xunlock(&s->lock);
 	return n;
@@ -331,9 +416,12 @@ static void *worker_main(void *arg)
 		case SRC_LISTENER:
 			listener_event(wk, caa_container_of(src, struct nt_listener, src), ev.events);
 			break;
-		case SRC_PROCESS:
-			nt_process_exited(s, wk, caa_container_of(src, struct nt_process, src));
+		case SRC_EXITS:
+			nt_drain_exits(wk);
+			nt_rearm(s, src);
 			break;
+		case SRC_PROCESS: /* only ever in s->exits */
+			abort();
 		case SRC_THREAD:
 			nt_thread_exited(s, caa_container_of(src, struct nt_thread, src));
 			break;
@@ -383,6 +471,9 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 		s->limits = *cfg->limits;
 	else
 		sv_limits_host(&s->limits);
+	/* Without explicit limits each IPC namespace's /proc/sys/kernel/sem rules, natively. */
+	s->sync_limits = !cfg->limits;
+	s->my_ipc_fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
 	s->cfg.limits = &s->limits;
 	CDS_INIT_LIST_HEAD(&s->listeners);
 	CDS_INIT_LIST_HEAD(&s->namespaces);
@@ -401,14 +492,18 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 				    timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
 	s->sweep = (struct nt_src){ SRC_SWEEP,
 				    timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+	s->exits = (struct nt_src){ SRC_EXITS, epoll_create1(EPOLL_CLOEXEC) };
+	if (pthread_mutex_init(&s->exits_lock, NULL))
+		abort();
 	if (!s->threads || !s->procs || s->epfd < 0 || s->stop.fd < 0 || s->timer.fd < 0 ||
-	    s->sweep.fd < 0 || timerfd_settime(s->sweep.fd, 0, &sweep, NULL)) {
+	    s->sweep.fd < 0 || s->exits.fd < 0 || timerfd_settime(s->sweep.fd, 0, &sweep, NULL)) {
 		snprintf(err, errlen, "setting up the supervisor: %s", strerror(errno));
 		return NULL;
 	}
 	nt_watch(s, &s->stop);
 	nt_watch(s, &s->timer);
 	nt_watch(s, &s->sweep);
+	nt_watch(s, &s->exits);
 
 	/* Buffers as large as the running kernel says, in case it is newer than our headers. */
 	s->resp_size = sizeof(struct seccomp_notif_resp);
@@ -509,6 +604,7 @@ void nt_super_free(struct nt_super *s)
 	close(s->stop.fd);
 	close(s->timer.fd);
 	close(s->sweep.fd);
+	close(s->exits.fd);
 	for (int i = 0; i < s->nworkers; i++) {
 		free(s->workers[i].notif);
 		free(s->workers[i].spare);

@@ -88,6 +88,8 @@ int tgt_read_status(pid_t tid, struct tgt_status *st)
 			seen |= parse_u32_list(v, st->gid, 4) == 4 ? 4 : 0;
 		} else if (!strncmp(line, "Groups:", 7)) {
 			st->ngroups = parse_u32_list(v, st->groups, TGT_MAX_GROUPS);
+		} else if (!strncmp(line, "Threads:", 8)) {
+			st->threads = (int)strtol(v, NULL, 10);
 		} else if (!strncmp(line, "CapEff:", 7)) {
 			st->cap_eff = strtoull(v, NULL, 16);
 			seen |= 8;
@@ -102,6 +104,40 @@ int tgt_read_status(pid_t tid, struct tgt_status *st)
 	}
 	/* A zombie or a half-exited thread lacks some of these: as good as gone. */
 	return seen == 31 ? 0 : -ESRCH;
+}
+
+int tgt_read_syscall_regs(pid_t tid, uint64_t *sp, uint64_t *pc)
+{
+	char path[64], buf[512];
+	unsigned long long v[9];
+	ssize_t len;
+	long nr;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
+	len = read_small(path, buf, sizeof(buf));
+	if (len < 0)
+		return (int)len;
+	/* "NR ARG1 ... ARG6 SP PC" while in a system call; "running" or "-1 SP PC" otherwise */
+	if (sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &nr, &v[0], &v[1], &v[2],
+		   &v[3], &v[4], &v[5], &v[6], &v[7]) != 9)
+		return -EAGAIN;
+	*sp = v[6];
+	*pc = v[7];
+	return 0;
+}
+
+bool tgt_fd_is_other_ipc_ns(pid_t tid, int fd, uint64_t own_ipc)
+{
+	char path[64], link[64];
+	unsigned long long ino;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)tid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	return sscanf(link, "ipc:[%llu]", &ino) == 1 && ino != own_ipc;
 }
 
 static int ns_inode(pid_t tid, const char *name, uint64_t *ino)

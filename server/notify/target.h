@@ -24,6 +24,7 @@ struct tgt_status {
 	int ngroups;
 	uint32_t groups[TGT_MAX_GROUPS];
 	uint64_t cap_eff;
+	int threads; /* of its thread group */
 	int nspid_levels; /* entries in nspid: this supervisor's level first */
 	int32_t nspid[TGT_MAX_LEVELS];
 };
@@ -37,6 +38,12 @@ struct tgt_ns {
 
 /* Parse /proc/TID/status. 0 or -errno (-ESRCH when the thread is gone). */
 int tgt_read_status(pid_t tid, struct tgt_status *st);
+/* Where a thread blocked in a system call is: its stack pointer and program counter (the
+   address after the syscall instruction), from /proc/TID/syscall. 0 or -errno. */
+int tgt_read_syscall_regs(pid_t tid, uint64_t *sp, uint64_t *pc);
+/* Is fd in thread tid's table an IPC namespace other than its own? */
+bool tgt_fd_is_other_ipc_ns(pid_t tid, int fd, uint64_t own_ipc);
+
 /* The namespace inodes of a thread. 0 or -errno. */
 int tgt_read_ns(pid_t tid, struct tgt_ns *ns);
 /* Is user namespace `ancestor` the same as, or an ancestor of, the one thread tid's ipc ns
