@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -76,6 +81,49 @@ fail:
 	return rc;
 }
 
+/*
+ * libseccomp builds the program; the kernel gets it through the raw system call, because
+ * libseccomp 2.5.4's seccomp_load() can report a stale errno (EFAULT) where the kernel said
+ * EBUSY, and EBUSY is the one a user must be told about. Returns the listener fd or -errno.
+ */
+static int load(scmp_filter_ctx ctx, bool nnp)
+{
+	struct sock_fprog prog;
+	struct stat sb;
+	void *bpf;
+	int mfd, fd, err;
+
+	mfd = memfd_create("semvisor-filter", MFD_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	err = seccomp_export_bpf(ctx, mfd);
+	if (err || fstat(mfd, &sb) || sb.st_size <= 0 || sb.st_size % sizeof(struct sock_filter)) {
+		close(mfd);
+		return err ? err : -EINVAL;
+	}
+	bpf = malloc((size_t)sb.st_size);
+	if (!bpf || pread(mfd, bpf, (size_t)sb.st_size, 0) != sb.st_size) {
+		free(bpf);
+		close(mfd);
+		return -EIO;
+	}
+	close(mfd);
+	prog.len = (unsigned short)(sb.st_size / (off_t)sizeof(struct sock_filter));
+	prog.filter = bpf;
+	if (nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		free(bpf);
+		return -errno;
+	}
+	fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			  &prog);
+	err = errno;
+	free(bpf);
+	if (fd < 0)
+		return -err;
+	/* the kernel sets close-on-exec on the listener itself */
+	return fd;
+}
+
 int filter_install(const struct filter_opts *opts, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx, i386 = NULL;
@@ -102,45 +150,31 @@ int filter_install(const struct filter_opts *opts, char *err, size_t errlen)
 		goto fail_build;
 	i386 = NULL; /* merged into ctx */
 
-	if (opts->force_nnp || !have_sys_admin()) {
-		if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1)))
-			goto fail_build;
-	} else if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0))) {
-		goto fail_build;
-	}
-
-	rc = seccomp_load(ctx);
-	if (rc) {
-		switch (-rc) {
-		case EBUSY:
-			snprintf(err, errlen,
-				 "a seccomp filter with a listener is already installed above this "
-				 "process (nested sandbox or container supervisor); the kernel allows "
-				 "only one (EBUSY)");
-			break;
-		case EACCES:
-			snprintf(err, errlen, "installing a seccomp filter needs no_new_privs or "
-					      "CAP_SYS_ADMIN (EACCES)");
-			break;
-		case EINVAL:
-		case ENOSYS:
-		case EOPNOTSUPP:
-			snprintf(err, errlen,
-				 "this kernel lacks seccomp user notification (needs Linux 5.0 or "
-				 "later with CONFIG_SECCOMP_FILTER): %s",
-				 strerror(-rc));
-			break;
-		default:
-			snprintf(err, errlen, "loading the seccomp filter: %s", strerror(-rc));
-		}
-		seccomp_release(ctx);
-		return rc;
-	}
-	fd = seccomp_notify_fd(ctx);
+	fd = load(ctx, opts->force_nnp || !have_sys_admin());
 	seccomp_release(ctx);
-	if (fd < 0) {
-		snprintf(err, errlen, "the filter was loaded but gave no listener fd");
-		return -EINVAL;
+	if (fd >= 0)
+		return fd;
+	switch (-fd) {
+	case EBUSY:
+		snprintf(err, errlen,
+			 "a seccomp filter with a listener is already installed above this process "
+			 "(nested sandbox or container supervisor); the kernel allows only one "
+			 "(EBUSY)");
+		break;
+	case EACCES:
+		snprintf(err, errlen, "installing a seccomp filter needs no_new_privs or "
+				      "CAP_SYS_ADMIN (EACCES)");
+		break;
+	case EINVAL:
+	case ENOSYS:
+	case EOPNOTSUPP:
+		snprintf(err, errlen,
+			 "this kernel lacks seccomp user notification (needs Linux 5.0 or later "
+			 "with CONFIG_SECCOMP_FILTER): %s",
+			 strerror(-fd));
+		break;
+	default:
+		snprintf(err, errlen, "loading the seccomp filter: %s", strerror(-fd));
 	}
 	return fd;
 
