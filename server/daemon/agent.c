@@ -86,10 +86,9 @@ static void *receive(void *arg)
 		lo.cred_traps = meta_get(info.metadata, "cred-traps", NULL, 0);
 		if (meta_get(info.metadata, "ns", nsname, sizeof(nsname)) && nsname[0])
 			lo.ns_name = nsname;
-	} else if (meta_get(info.metadata, "ns", NULL, 0) ||
-		   meta_get(info.metadata, "cred-traps", NULL, 0)) {
-		dlog(d, "agent: %s: metadata from uid %d ignored (only root may choose a namespace "
-			"or vouch for its filter)",
+	} else if (meta_get(info.metadata, "ns", NULL, 0)) {
+		/* (a cred-traps claim from others is common and harmless to ignore silently) */
+		dlog(d, "agent: %s: ns= from uid %d ignored (only root may choose a namespace)",
 		     name, (int)c->peer.uid);
 	}
 	if (!lo.ns_name && d->cfg.ns_policy == CFG_NS_SHARED)
@@ -113,30 +112,37 @@ static void *receive(void *arg)
 out:
 	close(c->fd);
 	free(c);
-	atomic_fetch_sub(&inflight, 1);
+	if (atomic_fetch_sub(&inflight, 1) == AGENT_INFLIGHT)
+		agent_resume(d); /* the socket was left alone while we were full */
 	return NULL;
 }
 
-void agent_accept(struct daemon *d, int lfd)
+bool agent_accept(struct daemon *d, int lfd)
 {
 	for (;;) {
 		socklen_t len = sizeof(struct ucred);
 		struct conn *c;
 		pthread_t t;
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		int fd;
 
+		/*
+		 * Full: leave further connections in the backlog rather than accept and drop
+		 * them, so a burst of silent clients delays the others instead of shutting them
+		 * out; each silent one costs at most AGENT_TIMEOUT_MS.
+		 */
+		if (atomic_fetch_add(&inflight, 1) >= AGENT_INFLIGHT) {
+			if (atomic_fetch_sub(&inflight, 1) > AGENT_INFLIGHT)
+				return false;
+			continue; /* a slot freed between the two */
+		}
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
+			atomic_fetch_sub(&inflight, 1);
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN)
 				dlog(d, "agent: accept: %s", strerror(errno));
-			return;
-		}
-		if (atomic_fetch_add(&inflight, 1) >= AGENT_INFLIGHT) {
-			atomic_fetch_sub(&inflight, 1);
-			dlog(d, "agent: too many connections being received; one dropped");
-			close(fd);
-			continue;
+			return true;
 		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {

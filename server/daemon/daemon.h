@@ -6,9 +6,19 @@
 #include "daemon/config.h"
 #include "notify/notify.h"
 
+/* A setting given on the command line: it wins over the file, also after a reload. */
+struct cfg_override {
+	const char *key, *value;
+};
+
 struct daemon {
 	struct cfg cfg;
 	const char *config_path;
+	bool explicit_config;
+	struct cfg_override overrides[64];
+	int noverrides;
+	int lock_fd;      /* flock on AGENT.lock: one daemon per agent socket */
+	void *loop;       /* struct ev_loop *, for agent_resume() */
 	struct nt_super *super;
 	int agent_fd;
 	bool agent_bound; /* we created the socket file (so we remove it) */
@@ -18,8 +28,14 @@ struct daemon {
 /* Log a line on stderr (the journal under systemd). Thread-safe. */
 void dlog(struct daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The agent socket is readable: accept and receive every pending client. */
-void agent_accept(struct daemon *d, int lfd);
+/*
+ * The agent socket is readable: accept and receive pending clients. Returns false when as many
+ * clients are being received as we allow: the caller stops watching the socket (connections
+ * wait in the backlog) until agent_resume() says a receive has finished.
+ */
+bool agent_accept(struct daemon *d, int lfd);
+/* Called from a receiving thread when it is done (main.c wakes the loop). */
+void agent_resume(struct daemon *d);
 
 /* A listening socket systemd passed under this name (FileDescriptorName=), or -1. */
 int systemd_socket(const char *name);

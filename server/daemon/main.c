@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <ev.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <libgen.h>
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -97,6 +99,27 @@ static void usage(FILE *f)
 		"Exit status: 0 after SIGTERM or --check; 1 on a configuration or setup error.\n");
 }
 
+/* The file, then the command line over it: at start and at every reload. */
+static int load_config(struct daemon *d, struct cfg *c)
+{
+	char err[512];
+	int rc;
+
+	cfg_defaults(c);
+	rc = cfg_load(c, d->config_path, err, sizeof(err));
+	if (rc && !(rc == -ENOENT && !d->explicit_config)) {
+		dlog(d, "%s", err);
+		return -1;
+	}
+	for (int i = 0; i < d->noverrides; i++) {
+		if (cfg_set(c, d->overrides[i].key, d->overrides[i].value, err, sizeof(err))) {
+			dlog(d, "%s", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 {
 	enum { O_AGENT = 256, O_CONTROL, O_WORKERS, O_LIMITS, O_NS, O_TRACE, O_SET, O_CHECK };
@@ -115,12 +138,8 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Options override the file: collect them, load the file, then apply them in order. */
-	struct {
-		const char *key, *value;
-	} sets[64];
+	struct cfg_override *sets = d->overrides;
 	int nsets = 0, c;
-	char err[512];
-	bool explicit_config = false;
 
 	d->config_path = CFG_DEFAULT_PATH;
 	while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
@@ -129,7 +148,7 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 		switch (c) {
 		case 'c':
 			d->config_path = optarg;
-			explicit_config = true;
+			d->explicit_config = true;
 			continue;
 		case O_AGENT:
 			key = "agent_socket";
@@ -176,7 +195,7 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 			fprintf(stderr, "Try 'semvisord --help' for more information.\n");
 			return -1;
 		}
-		if (nsets == (int)(sizeof(sets) / sizeof(sets[0]))) {
+		if (nsets == (int)(sizeof(d->overrides) / sizeof(d->overrides[0]))) {
 			fprintf(stderr, "semvisord: too many options\n");
 			return -1;
 		}
@@ -188,20 +207,8 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 		return -1;
 	}
 
-	cfg_defaults(&d->cfg);
-	int rc = cfg_load(&d->cfg, d->config_path, err, sizeof(err));
-
-	if (rc && !(rc == -ENOENT && !explicit_config)) {
-		fprintf(stderr, "semvisord: %s\n", err);
-		return -1;
-	}
-	for (int i = 0; i < nsets; i++) {
-		if (cfg_set(&d->cfg, sets[i].key, sets[i].value, err, sizeof(err))) {
-			fprintf(stderr, "semvisord: %s\n", err);
-			return -1;
-		}
-	}
-	return 0;
+	d->noverrides = nsets;
+	return load_config(d, &d->cfg);
 }
 
 /* Bind a listening socket, refusing if another instance already listens on it. */
@@ -267,6 +274,26 @@ fail:
 	}
 }
 
+static int lock_instance(struct daemon *d, char *err, size_t errlen)
+{
+	char path[sizeof(d->cfg.agent_path) + 8], dir[sizeof(path)];
+
+	snprintf(path, sizeof(path), "%s.lock", d->cfg.agent_path);
+	memcpy(dir, path, sizeof(dir));
+	mkdir(dirname(dir), 0755);
+	d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (d->lock_fd < 0) {
+		snprintf(err, errlen, "%.200s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(d->lock_fd, LOCK_EX | LOCK_NB)) {
+		snprintf(err, errlen, "another semvisord is already serving %.107s (%s is locked)",
+			 d->cfg.agent_path, path);
+		return -1;
+	}
+	return 0;
+}
+
 /* Sockets passed by systemd (semvisord.socket), by name. */
 int systemd_socket(const char *want)
 {
@@ -291,11 +318,28 @@ int systemd_socket(const char *want)
 
 static struct daemon the_daemon;
 
+static ev_io agent_w;
+static ev_async resume_w;
+
 static void on_agent(struct ev_loop *loop, ev_io *w, int revents)
 {
-	(void)loop;
 	(void)revents;
-	agent_accept(&the_daemon, w->fd);
+	/* full: leave the backlog alone until a receive finishes (agent_resume) */
+	if (!agent_accept(&the_daemon, w->fd))
+		ev_io_stop(loop, w);
+}
+
+static void on_resume(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	if (!ev_is_active(&agent_w))
+		ev_io_start(loop, &agent_w);
+}
+
+void agent_resume(struct daemon *d)
+{
+	ev_async_send((struct ev_loop *)d->loop, &resume_w);
 }
 
 static void status(struct daemon *d)
@@ -331,25 +375,28 @@ static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct daemon *d = &the_daemon;
 	struct cfg fresh;
-	char err[512];
 
 	(void)loop;
 	(void)w;
 	(void)revents;
 	sd_notify(0, "RELOADING=1");
-	cfg_defaults(&fresh);
-	if (cfg_load(&fresh, d->config_path, err, sizeof(err)) && errno != ENOENT) {
-		dlog(d, "reload: %s (keeping the running configuration)", err);
+	if (load_config(d, &fresh)) {
+		dlog(d, "reload: keeping the running configuration");
 	} else {
-		if (fresh.have_limits) {
-			int rc = nt_super_set_limits(d->super, NULL, &fresh.limits);
+		struct sv_limits lim;
+		int rc;
 
-			if (rc)
-				dlog(d, "reload: limits: %s", strerror(-rc));
-			else
-				dlog(d, "reload: limits now %d %d %d %d", fresh.limits.semmsl,
-				     fresh.limits.semmns, fresh.limits.semopm, fresh.limits.semmni);
-		}
+		/* Limits no longer given anywhere go back to the host's, as at a start. */
+		if (fresh.have_limits)
+			lim = fresh.limits;
+		else
+			sv_limits_host(&lim);
+		rc = nt_super_set_limits(d->super, NULL, &lim);
+		if (rc)
+			dlog(d, "reload: limits: %s", strerror(-rc));
+		else
+			dlog(d, "reload: limits now %d %d %d %d", lim.semmsl, lim.semmns, lim.semopm,
+			     lim.semmni);
 		d->cfg.max_clients = fresh.max_clients;
 		if (strcmp(fresh.agent_path, d->cfg.agent_path) ||
 		    strcmp(fresh.control_path, d->cfg.control_path) ||
@@ -367,7 +414,6 @@ int main(int argc, char **argv)
 	struct daemon *d = &the_daemon;
 	struct nt_config nc = { 0 };
 	struct ev_loop *loop;
-	ev_io agent_w;
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer status_w;
 	struct rlimit rl;
@@ -401,8 +447,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/*
+	 * One daemon per agent socket, decided by a lock, not by a connect() probe that two
+	 * daemons starting at once could both pass.
+	 */
+	if (lock_instance(d, err, sizeof(err))) {
+		dlog(d, "%s", err);
+		return 1;
+	}
 	d->agent_fd = systemd_socket("agent");
-	if (d->agent_fd < 0) {
+	if (d->agent_fd >= 0) {
+		/* systemd passes it blocking; accepting until EAGAIN needs it non-blocking */
+		int fl = fcntl(d->agent_fd, F_GETFL);
+
+		if (fl < 0 || fcntl(d->agent_fd, F_SETFL, fl | O_NONBLOCK)) {
+			dlog(d, "agent socket: %s", strerror(errno));
+			return 1;
+		}
+	} else {
 		d->agent_fd = bind_unix(d->cfg.agent_path, d->cfg.agent_mode, d->cfg.agent_group,
 					err, sizeof(err));
 		if (d->agent_fd < 0) {
@@ -422,8 +484,11 @@ int main(int argc, char **argv)
 	}
 
 	loop = ev_default_loop(EVFLAG_AUTO);
+	d->loop = loop;
 	ev_io_init(&agent_w, on_agent, d->agent_fd, EV_READ);
 	ev_io_start(loop, &agent_w);
+	ev_async_init(&resume_w, on_resume);
+	ev_async_start(loop, &resume_w);
 	ev_signal_init(&sig_term, on_stop, SIGTERM);
 	ev_signal_init(&sig_int, on_stop, SIGINT);
 	ev_signal_init(&sig_hup, on_reload, SIGHUP);
@@ -433,7 +498,9 @@ int main(int argc, char **argv)
 	ev_timer_init(&status_w, on_status, 10., 10.);
 	ev_timer_start(loop, &status_w);
 
-	dlog(d, "serving: agent %s, control %s, namespaces %s", d->cfg.agent_path,
+	dlog(d, "serving: agent %s%s, control %s, namespaces %s",
+	     d->agent_bound ? d->cfg.agent_path : "from systemd",
+	     d->agent_bound ? "" : " (socket activation)",
 	     d->cfg.control_path[0] ? d->cfg.control_path : "(none)",
 	     cfg_ns_policy_name(d->cfg.ns_policy));
 	sd_notify(0, "READY=1");
