@@ -20,7 +20,7 @@ CC      ?= gcc
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SAN     ?=
-LOCK    ?= pthread
+LOCK    ?= amutex
 WERROR  ?= 0
 
 ifeq ($(SAN),asan)
@@ -125,7 +125,17 @@ $(O)/tests/%: $(O)/tests/%.o $(TLIB_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
 
 # Test programs run both natively and confined: plain executables, no project code inside.
-$(O)/tests/prog/%: tests/prog/%.c
+# static-* (what musl and static binaries do: the raw semop call) and ct-* (run inside a
+# container's bare rootfs) are linked statically, so without sanitizers.
+TPROG_HDR = $(wildcard tests/prog/*.h)
+$(O)/tests/prog/static-% $(O)/tests/prog/ct-%: STATIC_CFLAGS = $(filter-out -fsanitize=%,$(CFLAGS))
+$(O)/tests/prog/static-%: tests/prog/static-%.c $(TPROG_HDR) $(wildcard tests/prog/syscalls.c)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(STATIC_CFLAGS) -static -o $@ $< -pthread
+$(O)/tests/prog/ct-%: tests/prog/ct-%.c $(TPROG_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(STATIC_CFLAGS) -static -o $@ $< -pthread
+$(O)/tests/prog/%: tests/prog/%.c $(TPROG_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS)
 

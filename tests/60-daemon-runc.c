@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Real containers: runc (the Debian package) hands each container's seccomp listener to
+ * semvisord through linux.seccomp.listenerPath (SPEC B7), exactly as it would to any OCI seccomp
+ * agent; semvisord serves the container's semaphore calls.
+ *
+ * The rootfs is built here from busybox-static plus tests/prog/ct-sem linked statically (see
+ * there for what it checks). Each container gets its own IPC namespace (runc's default), so:
+ *  - two processes of one container share a keyed set (ct-sem's ping-pong, which also checks
+ *    that the kernel holds no set: every call went to the daemon);
+ *  - a second container cannot see that key while the first container and its set are alive,
+ *    and its own set with the same key is a different one;
+ *  - with listenerMetadata "ns=NAME" (honoured from root) two containers share one namespace on
+ *    purpose, and the second does see the first one's set.
+ * The first container must stay alive while the second probes: it waits for a file to appear
+ * in a directory bind-mounted from the host (/sync), after announcing itself with another.
+ *
+ * runc runs with a state directory of the test's own (--root), so that the containers can be
+ * deleted (runc delete -f) even when an assertion fails, without touching anyone else's.
+ * If runc itself cannot run a container here (no root, no runc, no busybox, or a plain container
+ * without our seccomp profile also fails), the test is skipped and says exactly why.
+ */
+#include <elf.h>
+#include <sys/sendfile.h>
+
+#include "tests/60-daemon-harness.h"
+
+TestSuite(daemon_runc, .timeout = 120, .fini = dh_cleanup);
+
+#define KEY	"0x5e3a00c7"
+#define ROUNDS	300
+#define BUSYBOX "/bin/busybox"
+
+struct ct {
+	char id[64];
+	char bundle[256]; /* in the test's directory */
+	char out[272];
+	pid_t runc; /* `runc run` while it runs */
+};
+
+static char runc_state[PATH_MAX];
+
+static bool is_static_elf(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool interp = false, ok = false;
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) == sizeof(eh) && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64) {
+		ok = true;
+		for (int i = 0; i < eh.e_phnum; i++) {
+			if (pread(fd, &ph, sizeof(ph),
+				  (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) !=
+			    sizeof(ph)) {
+				ok = false;
+				break;
+			}
+			if (ph.p_type == PT_INTERP)
+				interp = true;
+		}
+	}
+	close(fd);
+	return ok && !interp;
+}
+
+/*
+ * The static ct-sem: $O/tests/prog/ct-sem if a build rule made it static, otherwise compiled
+ * here from tests/prog/ct-sem.c (found next to this file, relative to the working directory or
+ * to the test binary) with cc -static, since the generic rule links dynamically and the rootfs
+ * has no libc.
+ */
+static const char *static_ct_sem(void)
+{
+	static char out[PATH_MAX];
+	const char *built = dh_bin("tests/prog/ct-sem"), *cc = getenv("CC"), *src;
+	char cmd[3 * PATH_MAX + 128], *log;
+	int rc;
+
+	if (is_static_elf(built))
+		return built;
+	src = dh_src("tests/prog/ct-sem.c");
+	cr_assert(src,
+		  "tests/prog/ct-sem.c not found (run from the source tree) and %s is not "
+		  "static",
+		  built);
+	snprintf(out, sizeof(out), "%s", dh_path("ct-sem"));
+	snprintf(cmd, sizeof(cmd), "%s -static -O2 -D_GNU_SOURCE -o %s %s >%s 2>&1",
+		 cc && *cc ? cc : "cc", out, src, dh_path("cc.log"));
+	rc = system(cmd);
+	log = dh_slurp(dh_path("cc.log"));
+	cr_assert(rc == 0 && is_static_elf(out), "%s failed:\n%s", cmd, log);
+	free(log);
+	return out;
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	struct stat st;
+	off_t off = 0;
+
+	cr_assert(in >= 0 && fstat(in, &st) == 0, "%s: %s", from, strerror(errno));
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	cr_assert(out >= 0, "%s: %s", to, strerror(errno));
+	while (off < st.st_size)
+		cr_assert(sendfile(out, in, &off, (size_t)(st.st_size - off)) > 0, "copy %s: %s",
+			  from, strerror(errno));
+	close(in);
+	close(out);
+}
+
+/* rootfs/: busybox-static as sh and friends, and the static test program. */
+static void make_rootfs(const char *rootfs, const char *prog)
+{
+	static const char *const dirs[] = {"", "/bin", "/proc", "/dev", "/sys", "/tmp", "/sync"};
+	static const char *const applets[] = {"sh", "ls", "cat", "echo", "sleep", "ipcs"};
+	char path[PATH_MAX + 32];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", rootfs, dirs[i]);
+		cr_assert(mkdir(path, 0755) == 0, "mkdir %s: %s", path, strerror(errno));
+	}
+	snprintf(path, sizeof(path), "%s/bin/busybox", rootfs);
+	copy_file(BUSYBOX, path, 0755);
+	for (size_t i = 0; i < sizeof(applets) / sizeof(applets[0]); i++) {
+		snprintf(path, sizeof(path), "%s/bin/%s", rootfs, applets[i]);
+		cr_assert(symlink("busybox", path) == 0);
+	}
+	snprintf(path, sizeof(path), "%s/bin/ct-sem", rootfs);
+	copy_file(prog, path, 0755);
+}
+
+/*
+ * config.json: `runc spec`'s default (1.1.5) with process.args, an absolute root, no terminal,
+ * /sync bind-mounted (if sync), and the seccomp profile of the brief: allow everything, send
+ * the four semaphore calls to the agent at listenerPath.
+ */
+static void write_config(const struct ct *c, const char *rootfs, const char *args_json,
+			 const char *agent, const char *metadata, const char *sync)
+{
+	char path[300], sync_mount[PATH_MAX + 256] = "", meta[256] = "";
+	char seccomp[PATH_MAX + 1024] = "";
+
+	if (sync)
+		snprintf(
+		    sync_mount, sizeof(sync_mount),
+		    ",\n\t\t{\"destination\": \"/sync\", \"type\": \"bind\", \"source\": \"%s\", "
+		    "\"options\": [\"rbind\", \"rw\"]}",
+		    sync);
+	if (metadata)
+		snprintf(meta, sizeof(meta), "\t\t\t\"listenerMetadata\": \"%s\",\n", metadata);
+	if (agent)
+		snprintf(seccomp, sizeof(seccomp),
+			 ",\n"
+			 "\t\t\"seccomp\": {\n"
+			 "\t\t\t\"defaultAction\": \"SCMP_ACT_ALLOW\",\n"
+			 "\t\t\t\"listenerPath\": \"%s\",\n"
+			 "%s"
+			 "\t\t\t\"architectures\": [\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\", "
+			 "\"SCMP_ARCH_X32\"],\n"
+			 "\t\t\t\"syscalls\": [{\"names\": [\"semget\", \"semop\", \"semtimedop\", "
+			 "\"semctl\"], \"action\": \"SCMP_ACT_NOTIFY\"}]\n"
+			 "\t\t}",
+			 agent, meta);
+	snprintf(path, sizeof(path), "%s/config.json", c->bundle);
+	dh_write_file(
+	    path,
+	    "{\n"
+	    "\t\"ociVersion\": \"1.0.2-dev\",\n"
+	    "\t\"process\": {\n"
+	    "\t\t\"terminal\": false,\n"
+	    "\t\t\"user\": {\"uid\": 0, \"gid\": 0},\n"
+	    "\t\t\"args\": %s,\n"
+	    "\t\t\"env\": "
+	    "[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\n"
+	    "\t\t\"cwd\": \"/\",\n"
+	    "\t\t\"capabilities\": {\n"
+	    "\t\t\t\"bounding\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
+	    "\t\t\t\"effective\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
+	    "\t\t\t\"permitted\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
+	    "\t\t\t\"ambient\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"]\n"
+	    "\t\t},\n"
+	    "\t\t\"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": 1024, \"soft\": 1024}],\n"
+	    "\t\t\"noNewPrivileges\": true\n"
+	    "\t},\n"
+	    "\t\"root\": {\"path\": \"%s\", \"readonly\": true},\n"
+	    "\t\"hostname\": \"runc\",\n"
+	    "\t\"mounts\": [\n"
+	    "\t\t{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},\n"
+	    "\t\t{\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\", "
+	    "\"options\": [\"nosuid\", \"strictatime\", \"mode=755\", \"size=65536k\"]},\n"
+	    "\t\t{\"destination\": \"/dev/pts\", \"type\": \"devpts\", \"source\": \"devpts\", "
+	    "\"options\": [\"nosuid\", \"noexec\", \"newinstance\", \"ptmxmode=0666\", "
+	    "\"mode=0620\", \"gid=5\"]},\n"
+	    "\t\t{\"destination\": \"/dev/shm\", \"type\": \"tmpfs\", \"source\": \"shm\", "
+	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"mode=1777\", \"size=65536k\"]},\n"
+	    "\t\t{\"destination\": \"/dev/mqueue\", \"type\": \"mqueue\", \"source\": \"mqueue\", "
+	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\"]},\n"
+	    "\t\t{\"destination\": \"/sys\", \"type\": \"sysfs\", \"source\": \"sysfs\", "
+	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"ro\"]},\n"
+	    "\t\t{\"destination\": \"/sys/fs/cgroup\", \"type\": \"cgroup\", \"source\": "
+	    "\"cgroup\", "
+	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"relatime\", \"ro\"]}%s\n"
+	    "\t],\n"
+	    "\t\"linux\": {\n"
+	    "\t\t\"resources\": {\"devices\": [{\"allow\": false, \"access\": \"rwm\"}]},\n"
+	    "\t\t\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\"}, {\"type\": "
+	    "\"ipc\"}, "
+	    "{\"type\": \"uts\"}, {\"type\": \"mount\"}],\n"
+	    "\t\t\"maskedPaths\": [\"/proc/acpi\", \"/proc/asound\", \"/proc/kcore\", "
+	    "\"/proc/keys\", "
+	    "\"/proc/latency_stats\", \"/proc/timer_list\", \"/proc/timer_stats\", "
+	    "\"/proc/sched_debug\", \"/sys/firmware\", \"/proc/scsi\"],\n"
+	    "\t\t\"readonlyPaths\": [\"/proc/bus\", \"/proc/fs\", \"/proc/irq\", \"/proc/sys\", "
+	    "\"/proc/sysrq-trigger\"]%s\n"
+	    "\t}\n"
+	    "}\n",
+	    args_json, rootfs, sync_mount, seccomp);
+}
+
+/* Environment checks that are not ours to fix: skip with the reason. */
+static void require_runc(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("runc needs root (euid %d)", (int)geteuid());
+	if (system("runc --version >/dev/null 2>&1") != 0)
+		cr_skip_test("runc is not installed (Debian package runc)");
+	if (access(BUSYBOX, X_OK))
+		cr_skip_test("%s is missing (Debian package busybox-static)", BUSYBOX);
+}
+
+static void ct_init(struct ct *c, const char *name)
+{
+	snprintf(c->id, sizeof(c->id), "semvisor-test-%d-%s", (int)getpid(), name);
+	snprintf(c->bundle, sizeof(c->bundle), "%s", dh_path(name));
+	snprintf(c->out, sizeof(c->out), "%s/out", c->bundle);
+	cr_assert(mkdir(c->bundle, 0755) == 0);
+	c->runc = 0;
+	/* runc run -b removes nothing on a kill; delete -f stops and removes whatever is left */
+	dh_on_cleanup("runc --root %s delete -f %s >/dev/null 2>&1", runc_state, c->id);
+}
+
+static void ct_start(struct ct *c)
+{
+	const char *argv[] = {"runc", "--root", runc_state, "run", "-b", c->bundle, c->id, NULL};
+
+	c->runc = dh_spawn(argv, c->out);
+}
+
+/* Wait for `runc run` (it ends with the container): the container's exit status, -1 timed out. */
+static int ct_wait(struct ct *c, int timeout_ms)
+{
+	int st;
+
+	if (!dh_wait(c->runc, timeout_ms, &st))
+		return -1;
+	c->runc = 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * A container of ours failed: is runc able to run any container here? If a plain one (no
+ * seccomp profile, nothing of ours) fails too, the machine is the problem: skip, quoting runc.
+ */
+static void ct_failed(const char *rootfs, const struct ct *failed, int rc, struct dh_daemon *d)
+{
+	struct ct probe;
+	char *out, *log;
+	int prc;
+
+	dh_daemon_alive(d);
+	ct_init(&probe, "probe");
+	write_config(&probe, rootfs, "[\"sh\", \"-c\", \"echo plain container ok\"]", NULL, NULL,
+		     NULL);
+	ct_start(&probe);
+	prc = ct_wait(&probe, 30000);
+	out = dh_slurp(probe.out);
+	if (prc != 0 || !strstr(out, "plain container ok")) {
+		char reason[1024];
+
+		snprintf(reason, sizeof(reason), "%s", out);
+		dh_cleanup();
+		cr_skip_test("runc cannot run even a plain busybox container here (exit %d): %s",
+			     prc, reason);
+	}
+	log = dh_slurp(d->log);
+	cr_assert_fail("container %s: exit %d, though runc runs a plain container fine; its "
+		       "output:\n%s\ndaemon log:\n%s",
+		       failed->id, rc, dh_slurp(failed->out), log);
+}
+
+/*
+ * The two-container scenario: A ping-pongs through KEY and holds the set; B probes KEY while A
+ * waits; then A is released and checks its set. metadata goes to both containers.
+ */
+static void two_containers(const char *metadata, const char *probe_want, char **a_out, char **b_out,
+			   char **log)
+{
+	struct dh_daemon d;
+	struct ct a, b;
+	char rootfs[PATH_MAX], sync[PATH_MAX], args[512], ready[PATH_MAX + 16];
+	int rc;
+
+	require_runc();
+	dh_setup();
+	snprintf(runc_state, sizeof(runc_state), "%s", dh_path("runc-state"));
+	snprintf(rootfs, sizeof(rootfs), "%s", dh_path("rootfs"));
+	snprintf(sync, sizeof(sync), "%s", dh_path("sync"));
+	snprintf(ready, sizeof(ready), "%s/ready", sync);
+	cr_assert(mkdir(sync, 0755) == 0);
+	make_rootfs(rootfs, static_ct_sem());
+	dh_daemon_start(&d, "d", NULL);
+
+	ct_init(&a, "a");
+	ct_init(&b, "b");
+	snprintf(args, sizeof(args), "[\"/bin/ct-sem\", \"pingpong\", \"%s\", \"%d\", \"/sync\"]",
+		 KEY, ROUNDS);
+	write_config(&a, rootfs, args, d.sock, metadata, sync);
+	snprintf(args, sizeof(args), "[\"/bin/ct-sem\", \"probe\", \"%s\", \"%s\"]", KEY,
+		 probe_want);
+	write_config(&b, rootfs, args, d.sock, metadata, NULL);
+
+	/* A: runs its ping-pong, then waits in /sync for the release */
+	ct_start(&a);
+	{
+		int64_t end = dh_now_ms() + 30000;
+
+		while (access(ready, F_OK)) {
+			int st;
+
+			if (waitpid(a.runc, &st, WNOHANG) == a.runc) {
+				dh_untrack(a.runc);
+				a.runc = 0;
+				ct_failed(rootfs, &a, WIFEXITED(st) ? WEXITSTATUS(st) : -1, &d);
+			}
+			cr_assert(dh_now_ms() < end, "container A not ready in 30 s:\n%s",
+				  dh_slurp(a.out));
+			dh_sleep_ms(10);
+		}
+	}
+	/* B: while A and its set are alive */
+	ct_start(&b);
+	rc = ct_wait(&b, 30000);
+	dh_daemon_alive(&d);
+	*b_out = dh_slurp(b.out);
+	cr_assert_eq(rc, 0, "container B: %s:\n%s\ndaemon log:\n%s",
+		     rc < 0 ? "timed out" : "failed", *b_out, dh_slurp(d.log));
+
+	dh_write_file(dh_path("sync/release"), "go\n");
+	rc = ct_wait(&a, 30000);
+	dh_daemon_alive(&d);
+	*a_out = dh_slurp(a.out);
+	cr_assert_eq(rc, 0, "container A: exit %d:\n%s\ndaemon log:\n%s", rc, *a_out,
+		     dh_slurp(d.log));
+
+	cr_assert_eq(dh_daemon_stop(&d), 0, "semvisord did not exit 0 on SIGTERM:\n%s",
+		     dh_slurp(d.log));
+	*log = dh_slurp(d.log);
+	/* the daemon served both, by container id */
+	for (int i = 0; i < 2; i++) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "agent: serving %s (pid ", i ? b.id : a.id);
+		cr_assert(strstr(*log, want), "the daemon did not log '%s':\n%s", want, *log);
+	}
+}
+
+/* A's output after its ping-pong: every value as expected, none of it from the kernel. */
+static void check_a(const char *out)
+{
+	static const char *const want[] = {
+	    "created: yes\n",
+	    "ping: exited 0\n",
+	    "pong: exited 0\n",
+	    "sem0 sem1: 0 0\n",
+	    "lastpid is pong: yes\n",
+	    "kernel sets: 0\n",
+	    "mark: 0\n",
+	    "after probe: same id yes, sem0 1234\n",
+	    "rmid: 0\n",
+	};
+	char counter[64];
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert(strstr(out, want[i]), "container A did not print '%.*s':\n%s",
+			  (int)strlen(want[i]) - 1, want[i], out);
+	snprintf(counter, sizeof(counter), "counter: %d\n", 2 * ROUNDS);
+	cr_assert(strstr(out, counter), "container A: expected '%s':\n%s", counter, out);
+	cr_assert(!strstr(out, "FAIL"), "container A:\n%s", out);
+}
+
+Test(daemon_runc, containers_isolated)
+{
+	char *a_out, *b_out, *log;
+
+	two_containers(NULL, "absent", &a_out, &b_out, &log);
+	check_a(a_out);
+	/* B, in its own IPC namespace, did not see A's key, and its own set was another */
+	cr_assert(strstr(b_out, "probe semget: -1 ENOENT\n"), "B saw A's key:\n%s", b_out);
+	cr_assert(strstr(b_out, "probe own set: created\n"), "B:\n%s", b_out);
+	cr_assert(strstr(b_out, "probe own getval: 7\n"), "B:\n%s", b_out);
+	cr_assert(strstr(b_out, "kernel sets: 0\n"), "B's calls reached the kernel:\n%s", b_out);
+	cr_assert(!strstr(b_out, "FAIL"), "B:\n%s", b_out);
+	cr_assert(!strstr(log, " in namespace "), "no metadata, yet a named namespace:\n%s", log);
+	free(a_out);
+	free(b_out);
+	free(log);
+}
+
+/* listenerMetadata "ns=NAME" from root: both containers in one named namespace, on purpose. */
+Test(daemon_runc, metadata_names_namespace)
+{
+	char *a_out, *b_out, *log;
+
+	two_containers("ns=semvisor-test-shared", "1234", &a_out, &b_out, &log);
+	check_a(a_out);
+	cr_assert(strstr(b_out, "probe sem0: 1234\n"), "B did not see A's set:\n%s", b_out);
+	cr_assert(!strstr(b_out, "FAIL"), "B:\n%s", b_out);
+	cr_assert_eq(dh_count(log, " in namespace semvisor-test-shared"), 2,
+		     "both containers should be served from the named namespace:\n%s", log);
+	free(a_out);
+	free(b_out);
+	free(log);
+}

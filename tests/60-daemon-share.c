@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * semvisord serving programs started separately with `semvisor-run --daemon=SOCKET`: they meet
+ * through a keyed set exactly as on one kernel (and only within one IPC namespace), the set
+ * outlives them in the daemon, and without a daemon semvisor-run fails clearly.
+ *
+ * Each test runs in a fresh IPC namespace (dh_setup) with its own daemon; the programs are
+ * tests/prog/daemon-sem.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "tests/60-daemon-harness.h"
+
+TestSuite(daemon_share, .timeout = 90, .fini = dh_cleanup);
+
+#define KEY    "0x5e3a0001"
+#define ROUNDS 1000
+
+/* Sets the kernel holds in the caller's IPC namespace (/proc/sysvipc/sem minus its header). */
+static int kernel_sets(void)
+{
+	char *text = dh_slurp("/proc/sysvipc/sem");
+	int n = dh_count(text, "\n") - 1;
+
+	free(text);
+	return n;
+}
+
+Test(daemon_share, pingpong)
+{
+	struct dh_daemon d;
+	struct dh_cmd cping, cpong;
+	char rounds[16], *ping_out, *pong_out, *out, *log, want[128], ping_path[256],
+	    pong_path[256];
+	pid_t ping, pong;
+	int st_ping, st_pong, lastpid = -1, pong_pid = -2, counter = -1, s0 = -1, s1 = -1, n;
+
+	dh_setup();
+	dh_daemon_start(&d, "d", NULL);
+	snprintf(rounds, sizeof(rounds), "%d", ROUNDS);
+	snprintf(ping_path, sizeof(ping_path), "%s", dh_path("ping.out"));
+	snprintf(pong_path, sizeof(pong_path), "%s", dh_path("pong.out"));
+
+	/* Two separate semvisor-run invocations, as two unrelated programs would be started. */
+	ping = dh_spawn(dh_prog_argv(&cping, d.sock, "daemon-sem",
+				     (const char *const[]){"ping", KEY, rounds, NULL}),
+			ping_path);
+	pong = dh_spawn(dh_prog_argv(&cpong, d.sock, "daemon-sem",
+				     (const char *const[]){"pong", KEY, rounds, NULL}),
+			pong_path);
+	cr_assert(dh_wait(ping, 60000, &st_ping), "ping timed out:\n%s", dh_slurp(ping_path));
+	cr_assert(dh_wait(pong, 60000, &st_pong), "pong timed out:\n%s", dh_slurp(pong_path));
+	dh_daemon_alive(&d);
+	ping_out = dh_slurp(ping_path);
+	pong_out = dh_slurp(pong_path);
+	log = dh_log(&d);
+	cr_assert(WIFEXITED(st_ping) && WEXITSTATUS(st_ping) == 0, "ping: %s\n%s\ndaemon log:\n%s",
+		  dh_status_text(st_ping), ping_out, log);
+	cr_assert(WIFEXITED(st_pong) && WEXITSTATUS(st_pong) == 0, "pong: %s\n%s\ndaemon log:\n%s",
+		  dh_status_text(st_pong), pong_out, log);
+
+	/* What ping saw after pong's last turn: every turn counted, both semaphores back to 0. */
+	n = sscanf(ping_out, "ping: rounds %*d counter %d sem0 %d sem1 %d lastpid %d", &counter,
+		   &s0, &s1, &lastpid);
+	cr_assert_eq(n, 4, "ping printed:\n%s", ping_out);
+	cr_assert_eq(counter, 2 * ROUNDS, "counter %d, expected %d", counter, 2 * ROUNDS);
+	cr_assert_eq(s0, 0, "sem0 %d at the end", s0);
+	cr_assert_eq(s1, 0, "sem1 %d at the end", s1);
+	cr_assert_eq(sscanf(pong_out, "pong: rounds %*d pid %d", &pong_pid), 1, "pong printed:\n%s",
+		     pong_out);
+	/* GETPID of the counter names pong, the last to change it, as ping's pid namespace sees it */
+	cr_assert_eq(lastpid, pong_pid, "GETPID says %d, pong is %d", lastpid, pong_pid);
+
+	/* Both were the daemon's clients, each under its own listener. */
+	snprintf(want, sizeof(want), "agent: serving semvisor-run-%d ", pong_pid);
+	cr_assert(strstr(log, want), "the log does not name pong's listener (%s):\n%s", want, log);
+	cr_assert_eq(dh_count(log, "agent: serving semvisor-run-"), 2, "daemon log:\n%s", log);
+	/* The kernel never saw the set: the daemon served every call. */
+	cr_assert_eq(kernel_sets(), 0, "the kernel holds sets in the test's IPC namespace:\n%s",
+		     dh_slurp("/proc/sysvipc/sem"));
+
+	/* The set outlives both programs (the daemon's IPC namespace, like the host's). */
+	cr_assert_eq(DH_SEM(d.sock, &out, "show", KEY, "rm"), 0, "show:\n%s", out);
+	snprintf(want, sizeof(want), "show: nsems 3 uid 0 vals 0 0 %d\n", 2 * ROUNDS);
+	cr_assert(strstr(out, want), "show printed:\n%s\nexpected: %s", out, want);
+	free(out);
+	cr_assert_eq(DH_SEM(d.sock, &out, "gone", KEY), 0, "after IPC_RMID:\n%s", out);
+	free(out);
+
+	cr_assert_eq(dh_daemon_stop(&d), 0, "semvisord did not exit 0 on SIGTERM:\n%s", dh_log(&d));
+	free(ping_out);
+	free(pong_out);
+	free(log);
+}
+
+/* Programs in another IPC namespace do not see the key; the same namespace again does. */
+Test(daemon_share, ipc_namespaces_isolated)
+{
+	struct dh_daemon d;
+	struct dh_cmd c;
+	const char *argv[20];
+	char *out;
+	int rc, n = 0;
+
+	dh_setup();
+	dh_daemon_start(&d, "d", NULL);
+	cr_assert_eq(DH_SEM(d.sock, &out, "post", KEY, "5"), 0, "post:\n%s", out);
+	free(out);
+
+	/* unshare(1) puts the next semvisor-run, and so its program, in a new IPC namespace */
+	argv[n++] = "unshare";
+	argv[n++] = "--ipc";
+	argv[n++] = "--";
+	for (const char *const *a =
+		 dh_prog_argv(&c, d.sock, "daemon-sem", (const char *const[]){"gone", KEY, NULL});
+	     *a; a++)
+		argv[n++] = *a;
+	argv[n] = NULL;
+	rc = dh_run(argv, 30000, &out);
+	cr_assert_eq(rc, 0, "another IPC namespace sees the key (exit %d):\n%s", rc, out);
+	cr_assert(strstr(out, "gone: semget: -1 ENOENT"), "%s", out);
+	free(out);
+
+	cr_assert_eq(DH_SEM(d.sock, &out, "show", KEY, "rm"), 0, "show:\n%s", out);
+	cr_assert(strstr(out, "show: nsems 1 uid 0 vals 5\n"), "the set changed:\n%s", out);
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}
+
+static void check_no_daemon(const char *sock, const char *why)
+{
+	char *out;
+	int rc = DH_SEM(sock, &out, "semget", "1");
+
+	cr_assert_eq(rc, 125, "%s: exit %d, expected 125:\n%s", why, rc, out);
+	cr_assert(strstr(out, sock), "%s: the message does not name the socket %s:\n%s", why, sock,
+		  out);
+	cr_assert(strstr(out, "semvisord"), "%s: the message does not say what is missing:\n%s",
+		  why, out);
+	/* the program never ran: it would have printed its semget */
+	cr_assert(!strstr(out, "semget:"), "%s: the program ran anyway:\n%s", why, out);
+	free(out);
+}
+
+Test(daemon_share, no_daemon)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct dh_daemon d;
+	int fd;
+
+	dh_setup();
+	/* nothing there at all */
+	check_no_daemon(dh_path("absent.sock"), "no socket file");
+
+	/* a socket file nobody listens on (a daemon killed without cleaning up) */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", dh_path("stale.sock"));
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	close(fd);
+	check_no_daemon(sa.sun_path, "stale socket file");
+
+	/* a daemon that was there and stopped: its socket is gone with it */
+	dh_daemon_start(&d, "d", NULL);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+	check_no_daemon(d.sock, "stopped daemon");
+}

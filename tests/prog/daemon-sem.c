@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The semaphore side of the daemon tests (tests/60-daemon-*.c): each mode is one small job run
+ * under `semvisor-run --daemon=SOCKET`, several of them started separately, so that the only way
+ * they can meet is a keyed set that semvisord serves to all of them.
+ *
+ *   ping KEY N      \  two programs take turns N times through a keyed set of three
+ *   pong KEY N      /  semaphores: sem0 "ping's turn", sem1 "pong's turn", sem2 counts turns.
+ *                      Each checks at every turn that the counter says the other side moved
+ *                      exactly once; ping waits for pong's last turn and prints what it then
+ *                      sees, pong prints its pid (for GETPID, which the test compares).
+ *   show KEY [rm]   the set's size, owner and values (after ping and pong are gone it outlives
+ *                   them: it belongs to the daemon's IPC namespace, as a host set belongs to
+ *                   the kernel); rm removes it
+ *   gone KEY        semget(KEY, 0, 0) must fail ENOENT
+ *   semget NSEMS    a private set of NSEMS semaphores: prints the result (limits tests)
+ *   wait KEY        blocks in semop(-1) on a keyed one-semaphore set until released
+ *   ncnt KEY COUNT  waits until COUNT processes are blocked on it (GETNCNT)
+ *   post KEY COUNT  adds COUNT, releasing that many waiters
+ *
+ * Every blocking call has a timeout (semtimedop), so a broken daemon fails a test instead of
+ * hanging it. Exit status 0 when every check held, 1 otherwise, 2 for a setup failure.
+ */
+#include "prog.h"
+
+#define TURN_TIMEOUT_S 20
+
+static long key_arg(const char *s)
+{
+	return strtol(s, NULL, 0);
+}
+
+/* semop with a bound: -1 and a FAIL line if it did not complete. */
+static int step(int id, unsigned short num, short op, const char *what)
+{
+	struct sembuf b = {num, op, 0};
+	struct timespec ts = {TURN_TIMEOUT_S, 0};
+
+	if (semtimedop(id, &b, 1, &ts) == 0)
+		return 0;
+	printf("FAIL: %s: semtimedop(sem%u, %+d): %s\n", what, num, op, errname(errno));
+	prog_failures++;
+	return -1;
+}
+
+static int pingpong(bool ping, key_t key, int n)
+{
+	int id = semget(key, 3, IPC_CREAT | 0600);
+
+	MUST(id >= 0);
+	if (!ping && step(id, 0, 1, "pong: start"))
+		return 1;
+	for (int i = 0; i < n; i++) {
+		int mine = ping ? 0 : 1, other = ping ? 1 : 0, want = ping ? 2 * i : 2 * i + 1;
+
+		if (step(id, (unsigned short)mine, -1, ping ? "ping: my turn" : "pong: my turn"))
+			return 1;
+		/* The other side moved exactly once since my last turn. */
+		EXPECT(getval(id, 2) == want, "%s: turn %d: counter %d, expected %d",
+		       ping ? "ping" : "pong", i, getval(id, 2), want);
+		if (step(id, 2, 1, "count") || step(id, (unsigned short)other, 1, "hand over"))
+			return 1;
+	}
+	if (ping) {
+		/* pong's last turn ends with sem0 up */
+		if (step(id, 0, -1, "ping: pong's last turn"))
+			return 1;
+		printf("ping: rounds %d counter %d sem0 %d sem1 %d lastpid %d\n", n, getval(id, 2),
+		       getval(id, 0), getval(id, 1), semctl(id, 2, GETPID));
+	} else {
+		printf("pong: rounds %d pid %d\n", n, (int)getpid());
+	}
+	return prog_exit_status();
+}
+
+static int show(key_t key, bool rm)
+{
+	int id = semget(key, 0, 0);
+	struct semid_ds ds;
+	union semun u = {.buf = &ds};
+
+	if (id < 0) {
+		printf("show: semget: %s\n", errname(errno));
+		return 1;
+	}
+	MUST(semctl(id, 0, IPC_STAT, u) == 0);
+	printf("show: nsems %lu uid %u vals", (unsigned long)ds.sem_nsems,
+	       (unsigned)ds.sem_perm.uid);
+	for (unsigned long i = 0; i < ds.sem_nsems && i < 8; i++)
+		printf(" %d", getval(id, (int)i));
+	printf("\n");
+	if (rm)
+		CHECK("show: IPC_RMID", 0, semctl(id, 0, IPC_RMID));
+	return prog_exit_status();
+}
+
+static int wait_ncnt(key_t key, int count)
+{
+	int id = semget(key, 1, IPC_CREAT | 0600);
+	int64_t end = now_ns() + 60 * 1000000000LL;
+	int v = -1;
+
+	MUST(id >= 0);
+	while (now_ns() < end && (v = semctl(id, 0, GETNCNT)) != count)
+		usleep(2000);
+	printf("ncnt: %d\n", v);
+	return v == count ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	prog_init();
+	if (argc >= 4 && (!strcmp(argv[1], "ping") || !strcmp(argv[1], "pong")))
+		return pingpong(argv[1][1] == 'i', (key_t)key_arg(argv[2]), atoi(argv[3]));
+	if (argc >= 3 && !strcmp(argv[1], "show"))
+		return show((key_t)key_arg(argv[2]), argc > 3 && !strcmp(argv[3], "rm"));
+	if (argc == 3 && !strcmp(argv[1], "gone")) {
+		CHECK("gone: semget", -ENOENT, semget((key_t)key_arg(argv[2]), 0, 0));
+		return prog_exit_status();
+	}
+	if (argc == 3 && !strcmp(argv[1], "semget")) {
+		int id = (int)SHOW("semget", semget(IPC_PRIVATE, atoi(argv[2]), 0600));
+
+		if (id >= 0)
+			semctl(id, 0, IPC_RMID);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "wait")) {
+		int id = semget((key_t)key_arg(argv[2]), 1, IPC_CREAT | 0600);
+
+		MUST(id >= 0);
+		if (step(id, 0, -1, "wait"))
+			return 1;
+		printf("woken\n");
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "ncnt"))
+		return wait_ncnt((key_t)key_arg(argv[2]), atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "post")) {
+		int id = semget((key_t)key_arg(argv[2]), 1, IPC_CREAT | 0600);
+
+		MUST(id >= 0);
+		CHECK("post", 0, sop1(id, 0, (short)atoi(argv[3]), 0));
+		return prog_exit_status();
+	}
+	fprintf(stderr, "usage: daemon-sem ping|pong KEY N | show KEY [rm] | gone KEY | "
+			"semget NSEMS | wait KEY | ncnt KEY COUNT | post KEY COUNT\n");
+	return 2;
+}
