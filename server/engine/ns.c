@@ -249,9 +249,11 @@ static struct sv_set *set_lookup_index(struct sv_ns *ns, int idx)
 {
 	struct sv_set *_Atomic *chunk;
 
+	/* acquire pairs with the release in slot_publish(): a chunk or set is seen whole */
 	idx %= SV_IPCMNI;
-	chunk = rcu_dereference(ns->slots[idx / SV_SLOT_CHUNK]);
-	return chunk ? rcu_dereference(chunk[idx % SV_SLOT_CHUNK]) : NULL;
+	chunk = atomic_load_explicit(&ns->slots[idx / SV_SLOT_CHUNK], memory_order_acquire);
+	return chunk ? atomic_load_explicit(&chunk[idx % SV_SLOT_CHUNK], memory_order_acquire)
+		     : NULL;
 }
 
 struct sv_set *sv_set_lookup_index(struct sv_ns *ns, int idx)
@@ -332,9 +334,9 @@ static int slot_publish(struct sv_ns *ns, int idx, struct sv_set *set)
 		chunk = calloc(SV_SLOT_CHUNK, sizeof(*chunk));
 		if (!chunk)
 			return -ENOMEM;
-		rcu_assign_pointer(ns->slots[idx / SV_SLOT_CHUNK], chunk);
+		atomic_store_explicit(&ns->slots[idx / SV_SLOT_CHUNK], chunk, memory_order_release);
 	}
-	rcu_assign_pointer(chunk[idx % SV_SLOT_CHUNK], set);
+	atomic_store_explicit(&chunk[idx % SV_SLOT_CHUNK], set, memory_order_release);
 	return 0;
 }
 
