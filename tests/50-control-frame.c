@@ -419,3 +419,22 @@ Test(frame, random_input_never_crashes)
 		cr_assert(memchr(why, '\0', sizeof(why)));
 	}
 }
+
+/*
+ * A tag sent as an over-long encoding of 0 names field number 0, which does not exist.
+ * protobuf-c would keep it as an unknown field and pack it back as a bare 0 it cannot read
+ * again (found by tests/fuzz/control_fuzz.c): the decoder must refuse it as malformed.
+ */
+Test(frame, field_number_zero_is_malformed)
+{
+	/* version 1, id 0, then tag 0x80 0x00 (field 0, varint) = 0x0400, then watch {} */
+	static const uint8_t payload[] = { 0x08, 0x01, 0x10, 0x00, 0x80, 0x00,
+					   0x80, 0x08, 0x62, 0x00 };
+	Semvisor__Request *req = (Semvisor__Request *)1;
+	char why[128] = "";
+
+	cr_assert_eq(ctl_request_decode(payload, sizeof(payload), &req, why, sizeof(why)),
+		     SEMVISOR__STATUS__MALFORMED);
+	cr_assert_null(req);
+	cr_assert(strstr(why, "numbered 0"), "%s", why);
+}

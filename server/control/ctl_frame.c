@@ -109,6 +109,47 @@ static int check_body(const Semvisor__Request *req, char *why, size_t whylen)
 	}
 }
 
+/*
+ * protobuf-c keeps, as an unknown field, a tag sent in an over-long encoding of 0 (field number
+ * 0 does not exist), and would pack it back as a bare 0 that no decoder accepts. Such a message
+ * is malformed wherever the field sits: look through every sub-message (for a oneof, only the
+ * member that is set; the others share its memory).
+ */
+static bool has_field_zero(const ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	const char *base = (const char *)m;
+
+	for (unsigned int i = 0; i < m->n_unknown_fields; i++)
+		if (m->unknown_fields[i].tag == 0)
+			return true;
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+
+		if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+		    *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
+			continue;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
+			ProtobufCMessage *const *sub =
+				*(ProtobufCMessage *const *const *)(const void *)(base + f->offset);
+
+			for (size_t j = 0; j < n; j++)
+				if (sub[j] && has_field_zero(sub[j]))
+					return true;
+		} else {
+			const ProtobufCMessage *sub =
+				*(ProtobufCMessage *const *)(const void *)(base + f->offset);
+
+			if (sub && has_field_zero(sub))
+				return true;
+		}
+	}
+	return false;
+}
+
 int ctl_request_decode(const uint8_t *payload, size_t len, Semvisor__Request **reqp, char *why,
 		       size_t whylen)
 {
@@ -119,6 +160,11 @@ int ctl_request_decode(const uint8_t *payload, size_t len, Semvisor__Request **r
 	req = semvisor__request__unpack(NULL, len, payload);
 	if (!req) {
 		say(why, whylen, "the frame (%zu bytes) is not a request message", len);
+		return SEMVISOR__STATUS__MALFORMED;
+	}
+	if (has_field_zero(&req->base)) {
+		semvisor__request__free_unpacked(req, NULL);
+		say(why, whylen, "the frame (%zu bytes) holds a field numbered 0", len);
 		return SEMVISOR__STATUS__MALFORMED;
 	}
 	*reqp = req;
