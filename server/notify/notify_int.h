@@ -162,6 +162,7 @@ struct nt_req {
 	uint64_t args[6];
 	struct sv_waiter *w;      /* once parked */
 	struct nt_ns *ns;         /* where it waits (for GETNCNT's check of vanished callers) */
+	int semnum;               /* the semaphore a one-sop call waits on, -1 for several */
 	bool adopted;             /* a restart of this call took its result (under thr->lock) */
 	int64_t received_ns;
 	int64_t parked_ns;

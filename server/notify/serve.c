@@ -657,10 +657,11 @@ static void answer_lost(struct nt_worker *wk, struct call_ctx *cx, int nr, const
 
 /*
  * GETNCNT and GETZCNT count waiters, and a caller interrupted in its wait is, natively, no
- * longer one by the time anybody can ask. Drop the parked calls on this set whose caller has
- * vanished (the sweep would find them within 100 ms). Caller holds no thread lock.
+ * longer one by the time anybody can ask. Drop the parked calls that could count for this
+ * semaphore and whose caller has vanished (the sweep would find them within 100 ms): one
+ * NOTIF_ID_VALID each, so only those. Caller holds no thread lock.
  */
-static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int semid)
+static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int semid, int semnum)
 {
 	struct nt_super *s = wk->super;
 	struct nt_req *r, **found = NULL;
@@ -669,7 +670,8 @@ static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int se
 	xlock(&s->parked_lock);
 	cds_list_for_each_entry(r, &s->parked, parked_node)
 	{
-		if (r->ns != ns || (int)r->args[0] != semid)
+		/* only waiters that can count for semnum: one-sop calls on it, and complex ones */
+		if (r->ns != ns || (int)r->args[0] != semid || (r->semnum >= 0 && r->semnum != semnum))
 			continue;
 		if (n == cap) {
 			struct nt_req **more;
@@ -909,7 +911,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 			nt_ns_sync(thr->ns);
 		if ((int)args[2] == SV_GETNCNT || (int)args[2] == SV_GETZCNT) {
 			xunlock(&thr->lock);
-			drop_vanished_waiters(wk, thr->ns, (int)args[0]);
+			drop_vanished_waiters(wk, thr->ns, (int)args[0], (int)args[1]);
 			xlock(&thr->lock);
 		}
 		val = sv_semctl(&cx.c, (int)args[0], (int)args[1], (int)args[2], args[3], &wq);
@@ -923,6 +925,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		atomic_fetch_add_explicit(&thr->refcount, 1, memory_order_relaxed);
 		req->w = park.waiter;
 		req->ns = thr->ns;
+		req->semnum = (unsigned int)args[2] == 1 ? cx.sops[0].sem_num : -1;
 		req->parked_ns = nt_now_ns();
 		thr->parked = req;
 		xlock(&s->parked_lock);
