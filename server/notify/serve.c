@@ -44,7 +44,15 @@
 #define NR_SEMTIMEDOP    220
 #define PREFETCH_SOPS    64
 #define OVERFLOW_ID      65534 /* /proc/sys/kernel/overflowuid, as the kernel munges */
-#define SWEEP_BATCH      512   /* parked callers checked per sweep tick */
+#define SWEEP_BATCH      512   /* parked callers checked per sweep tick, at most */
+/*
+ * The kernel keeps a listener's pending notifications in one list that NOTIF_ID_VALID walks
+ * under the notifier's mutex, so one check costs about as much as there are parked calls, and
+ * every caller's RECV and SEND wait on that mutex too. A sweep tick may spend about this many
+ * list steps: with 10,000 parked callers it checks 25 of them per tick.
+ */
+#define SWEEP_STEPS      (256 * 1024)
+#define SWEEP_MIN        8
 
 static bool id_valid(const struct nt_listener *l, uint64_t id)
 {
@@ -391,13 +399,18 @@ void nt_sweep(struct nt_worker *wk)
 	struct nt_super *s = wk->super;
 	struct nt_req *batch[SWEEP_BATCH];
 	struct nt_req *r, *tmp;
-	int n = 0;
+	int n = 0, parked = atomic_load_explicit(&s->nparked, memory_order_relaxed);
+	int budget = parked > 0 ? SWEEP_STEPS / parked : SWEEP_BATCH;
 
+	if (budget > SWEEP_BATCH)
+		budget = SWEEP_BATCH;
+	if (budget < SWEEP_MIN)
+		budget = SWEEP_MIN;
 	/* Check a batch from the front, and move it to the back for next time. */
 	xlock(&s->parked_lock);
 	cds_list_for_each_entry_safe(r, tmp, &s->parked, parked_node)
 	{
-		if (n == SWEEP_BATCH)
+		if (n == budget)
 			break;
 		atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
 		batch[n++] = r;
