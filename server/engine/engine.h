@@ -77,7 +77,6 @@ struct sv_sem {
 struct sv_set {
 	struct cds_lfht_node id_node;
 	struct cds_lfht_node key_node;
-	struct rcu_head rcu;
 	struct sv_ns *ns;
 	sv_lock_t lock;
 	int32_t id;
@@ -91,12 +90,31 @@ struct sv_set {
 	_Atomic int64_t ctime;
 	_Atomic int64_t otime; /* the latest of the kernel's per-semaphore otimes */
 	struct cds_list_head pending_alter; /* complex waiters that alter, and merged simple ones */
-	struct cds_list_head pending_const; /* complex wait-for-zero waiters */
 	struct cds_list_head undos;         /* struct sv_undo.set_node */
-	_Atomic uint32_t lock_spun;         /* statistics for the set lock */
+	/*
+	 * call_rcu() writes rcu once the last reference is gone; by then no reader looks at the
+	 * waiter lists (every path checks deleted under the lock first), so they share memory.
+	 */
+	union {
+		struct cds_list_head pending_const; /* complex wait-for-zero waiters */
+		struct rcu_head rcu;
+	};
+	_Atomic uint32_t lock_spun; /* statistics for the set lock */
 	_Atomic uint32_t lock_slept;
-	struct sv_sem *sems; /* right after the header (see set_alloc() in ns.c) */
+	/* the semaphores follow the header: see sv_sems() */
 };
+
+/*
+ * A set's semaphores start right after its header; in sets of more than one semaphore at the
+ * next cache line, so that per-semaphore locks never share a line (set_alloc() in ns.c).
+ */
+#define SV_SET_HDR(nsems)                                                                          \
+	((nsems) > 1 ? (sizeof(struct sv_set) + 63) & ~(size_t)63 : sizeof(struct sv_set))
+
+static inline struct sv_sem *sv_sems(const struct sv_set *set)
+{
+	return (struct sv_sem *)((char *)set + SV_SET_HDR(set->nsems));
+}
 
 enum sv_waiter_state {
 	SV_W_PARKED,    /* on a pending list */

@@ -273,7 +273,7 @@ static void set_free_rcu(struct rcu_head *head)
 	struct sv_set *set = caa_container_of(head, struct sv_set, rcu);
 
 	for (int i = 0; i < set->nsems; i++)
-		sv_lock_destroy(&set->sems[i].lock);
+		sv_lock_destroy(&sv_sems(set)[i].lock);
 	sv_lock_destroy(&set->lock);
 	free(set);
 }
@@ -420,19 +420,18 @@ _Static_assert(sizeof(struct sv_sem) == SV_SEM_SIZE, "a semaphore fills whole ca
  */
 static struct sv_set *set_alloc(int nsems)
 {
-	size_t hdr = sizeof(struct sv_set);
+	size_t hdr = SV_SET_HDR(nsems), size = hdr + (size_t)nsems * sizeof(struct sv_sem);
 	struct sv_set *set;
 
 	if (nsems > 1) {
-		hdr = (hdr + 63) & ~(size_t)63;
-		set = aligned_alloc(64, (hdr + (size_t)nsems * sizeof(struct sv_sem) + 63) & ~(size_t)63);
+		set = aligned_alloc(64, (size + 63) & ~(size_t)63);
 		if (set)
-			memset(set, 0, hdr + (size_t)nsems * sizeof(struct sv_sem));
+			memset(set, 0, size);
 	} else {
-		set = calloc(1, hdr + sizeof(struct sv_sem));
+		set = calloc(1, size);
 	}
 	if (set)
-		set->sems = (struct sv_sem *)((char *)set + hdr);
+		set->nsems = nsems;
 	return set;
 }
 
@@ -453,7 +452,6 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 		return -ENOMEM;
 	set->ns = ns;
 	set->key = key;
-	set->nsems = nsems;
 	set->refcount = 1; /* the tables' */
 	set->mode = (uint32_t)semflg & 0777;
 	set->uid = set->cuid = c->cred->euid;
@@ -466,9 +464,9 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 	cds_lfht_node_init(&set->id_node);
 	cds_lfht_node_init(&set->key_node);
 	for (int i = 0; i < nsems; i++) {
-		sv_lock_init(&set->sems[i].lock);
-		CDS_INIT_LIST_HEAD(&set->sems[i].pending_alter);
-		CDS_INIT_LIST_HEAD(&set->sems[i].pending_const);
+		sv_lock_init(&sv_sems(set)[i].lock);
+		CDS_INIT_LIST_HEAD(&sv_sems(set)[i].pending_alter);
+		CDS_INIT_LIST_HEAD(&sv_sems(set)[i].pending_const);
 	}
 
 	err = ids_add(ns, set);
@@ -581,7 +579,7 @@ int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv
 	set_info(set, info);
 	n = set->nsems;
 	for (int i = 0; i < n && i < cap; i++) {
-		const struct sv_sem *sem = &set->sems[i];
+		const struct sv_sem *sem = &sv_sems(set)[i];
 
 		sems[i] = (struct sv_sem_info){
 			.semval = sem->semval,
@@ -634,7 +632,7 @@ void sv_ns_reset_stats(struct sv_ns *ns)
 		SV_SET_RELAXED(&set->lock_spun, 0);
 		SV_SET_RELAXED(&set->lock_slept, 0);
 		for (int i = 0; i < set->nsems; i++) {
-			struct sv_sem *sem = &set->sems[i];
+			struct sv_sem *sem = &sv_sems(set)[i];
 
 			SV_SET_RELAXED(&sem->nops, 0);
 			SV_SET_RELAXED(&sem->nwaits, 0);

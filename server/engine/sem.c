@@ -158,8 +158,8 @@ static void complexmode_enter(struct sv_set *set)
 	SV_SET_RELAXED(&set->use_global_lock, SV_GLOBAL_LOCK_HYSTERESIS);
 	/* [SEM_BARRIER_2]: wait out simple ops in flight; later ones will see the flag */
 	for (int i = 0; i < set->nsems; i++) {
-		lock_sem(&set->sems[i]);
-		sv_unlock(&set->sems[i].lock);
+		lock_sem(&sv_sems(set)[i]);
+		sv_unlock(&sv_sems(set)[i].lock);
 	}
 }
 
@@ -192,7 +192,7 @@ int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int n
 #ifndef SV_FORCE_GLOBAL_LOCK
 	if (nsops == 1) {
 		int semnum = sops->sem_num;
-		struct sv_sem *sem = &set->sems[semnum];
+		struct sv_sem *sem = &sv_sems(set)[semnum];
 
 		if (!SV_RELAXED(&set->use_global_lock)) {
 			lock_sem(sem);
@@ -230,7 +230,7 @@ static void unmerge_queues(struct sv_set *set)
 	cds_list_for_each_entry_safe(w, tmp, &set->pending_alter, node)
 	{
 		cds_list_del(&w->node);
-		cds_list_add_tail(&w->node, &set->sems[w->sops[0].sem_num].pending_alter);
+		cds_list_add_tail(&w->node, &sv_sems(set)[w->sops[0].sem_num].pending_alter);
 	}
 }
 
@@ -239,7 +239,7 @@ static void merge_queues(struct sv_set *set)
 {
 	/* As the kernel's list_splice_init(): each semaphore's list goes to the front. */
 	for (int i = 0; i < set->nsems; i++) {
-		struct cds_list_head *l = &set->sems[i].pending_alter;
+		struct cds_list_head *l = &sv_sems(set)[i].pending_alter;
 
 		if (cds_list_empty(l))
 			continue;
@@ -255,7 +255,7 @@ void sv_sem_unlock(struct sv_set *set, int locknum)
 		complexmode_tryleave(set);
 		sv_unlock(&set->lock);
 	} else {
-		sv_unlock(&set->sems[locknum].lock);
+		sv_unlock(&sv_sems(set)[locknum].lock);
 	}
 }
 
@@ -289,7 +289,7 @@ static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops
 
 	for (i = 0; i < nsops; i++) {
 		const struct sv_sembuf *sop = &sops[i];
-		struct sv_sem *sem = &set->sems[sop->sem_num];
+		struct sv_sem *sem = &sv_sems(set)[sop->sem_num];
 
 		result = sem->semval;
 		if (!sop->sem_op && result)
@@ -314,7 +314,7 @@ static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops
 	}
 
 	for (i = 0; i < nsops; i++) {
-		struct sv_sem *sem = &set->sems[sops[i].sem_num];
+		struct sv_sem *sem = &sv_sems(set)[sops[i].sem_num];
 
 		if (oldpid)
 			oldpid[i] = sem->sempid;
@@ -328,7 +328,7 @@ would_block:
 	result = (sops[i].sem_flg & SV_IPC_NOWAIT) ? -EAGAIN : 1;
 undo:
 	while (i-- > 0) {
-		set->sems[sops[i].sem_num].semval -= sops[i].sem_op;
+		sv_sems(set)[sops[i].sem_num].semval -= sops[i].sem_op;
 		if (sops[i].sem_flg & SV_SEM_UNDO)
 			un->semadj[sops[i].sem_num] += sops[i].sem_op;
 	}
@@ -406,7 +406,7 @@ static bool orphaned(const struct sv_waiter *w)
 static bool wake_const_ops(struct sv_set *set, int semnum, struct sv_wakeq *wq)
 {
 	struct cds_list_head *list =
-		semnum == -1 ? &set->pending_const : &set->sems[semnum].pending_const;
+		semnum == -1 ? &set->pending_const : &sv_sems(set)[semnum].pending_const;
 	struct sv_waiter *w, *tmp;
 	bool completed = false;
 
@@ -440,14 +440,14 @@ static bool do_smart_wakeup_zero(struct sv_set *set, const struct sv_sembuf *sop
 		for (unsigned int i = 0; i < nsops; i++) {
 			int num = sops[i].sem_num;
 
-			if (set->sems[num].semval == 0) {
+			if (sv_sems(set)[num].semval == 0) {
 				got_zero = true;
 				completed |= wake_const_ops(set, num, wq);
 			}
 		}
 	} else {
 		for (int i = 0; i < set->nsems; i++) {
-			if (set->sems[i].semval == 0) {
+			if (sv_sems(set)[i].semval == 0) {
 				got_zero = true;
 				completed |= wake_const_ops(set, i, wq);
 			}
@@ -471,7 +471,7 @@ static bool check_restart(struct sv_set *set, const struct sv_waiter *w)
 static bool update_queue(struct sv_set *set, int semnum, struct sv_wakeq *wq)
 {
 	struct cds_list_head *list =
-		semnum == -1 ? &set->pending_alter : &set->sems[semnum].pending_alter;
+		semnum == -1 ? &set->pending_alter : &sv_sems(set)[semnum].pending_alter;
 	struct sv_waiter *w, *tmp;
 	bool completed = false;
 
@@ -485,7 +485,7 @@ again:
 		 * A semaphore's own list holds only decrements of it: once it is zero none of
 		 * them can proceed.
 		 */
-		if (semnum != -1 && set->sems[semnum].semval == 0)
+		if (semnum != -1 && sv_sems(set)[semnum].semval == 0)
 			break;
 		if (orphaned(w)) {
 			unlink_queue(set, w);
@@ -545,9 +545,9 @@ int sv_count_semcnt(struct sv_set *set, int semnum, bool count_zero)
 
 	/* every waiter on a semaphore's own lists waits for exactly that semaphore */
 	if (count_zero) {
-		cds_list_for_each_entry(w, &set->sems[semnum].pending_const, node) n++;
+		cds_list_for_each_entry(w, &sv_sems(set)[semnum].pending_const, node) n++;
 	} else {
-		cds_list_for_each_entry(w, &set->sems[semnum].pending_alter, node) n++;
+		cds_list_for_each_entry(w, &sv_sems(set)[semnum].pending_alter, node) n++;
 	}
 	cds_list_for_each_entry(w, &set->pending_alter, node)
 	{
@@ -586,7 +586,7 @@ void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq)
 		complete(w, -EIDRM, wq);
 	}
 	for (int i = 0; i < set->nsems; i++) {
-		struct sv_sem *sem = &set->sems[i];
+		struct sv_sem *sem = &sv_sems(set)[i];
 
 		cds_list_for_each_entry_safe(w, tmp, &sem->pending_const, node)
 		{
@@ -639,7 +639,7 @@ static struct sv_waiter *waiter_new(struct sv_set *set, const struct sv_caller *
 static void enqueue(struct sv_set *set, struct sv_waiter *w)
 {
 	if (w->nsops == 1) {
-		struct sv_sem *sem = &set->sems[w->sops[0].sem_num];
+		struct sv_sem *sem = &sv_sems(set)[w->sops[0].sem_num];
 
 		if (!w->alter)
 			cds_list_add_tail(&w->node, &sem->pending_const);
@@ -653,7 +653,7 @@ static void enqueue(struct sv_set *set, struct sv_waiter *w)
 		cds_list_add_tail(&w->node, w->alter ? &set->pending_alter : &set->pending_const);
 		set->complex_count++;
 	}
-	SV_COUNT(&set->sems[w->sops[w->blocking].sem_num].nwaits);
+	SV_COUNT(&sv_sems(set)[w->sops[w->blocking].sem_num].nwaits);
 	atomic_fetch_add_explicit(&set->ns->nwaiters, 1, memory_order_relaxed);
 }
 
@@ -813,7 +813,7 @@ int sv_waiter_cancel(struct sv_waiter *w)
 static bool unapply_sop(struct sv_set *set, const struct sv_sembuf *sop, struct sv_undo *un,
 			bool undo_live)
 {
-	struct sv_sem *sem = &set->sems[sop->sem_num];
+	struct sv_sem *sem = &sv_sems(set)[sop->sem_num];
 	int val = sem->semval - sop->sem_op;
 
 	if (sop->sem_flg & SV_SEM_UNDO) {
@@ -852,7 +852,7 @@ static int unapply(struct sv_set *set, const struct sv_sembuf *sops, unsigned in
 
 				if ((sop->sem_flg & SV_SEM_UNDO) && !undo_live)
 					continue;
-				set->sems[sop->sem_num].semval += sop->sem_op;
+				sv_sems(set)[sop->sem_num].semval += sop->sem_op;
 				if (sop->sem_flg & SV_SEM_UNDO)
 					un->semadj[sop->sem_num] -= sop->sem_op;
 			}
@@ -892,7 +892,7 @@ int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq)
 	ret = unapply(set, w->sops, w->nsops, w->un, wq);
 	if (!ret) {
 		for (unsigned int i = w->nsops; i-- > 0;) {
-			struct sv_sem *sem = &set->sems[w->sops[i].sem_num];
+			struct sv_sem *sem = &sv_sems(set)[w->sops[i].sem_num];
 
 			if (sem->sempid == w->proc->pid)
 				sem->sempid = w->oldpid[i];

@@ -164,8 +164,8 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 		return -EIDRM;
 	}
 	cds_list_for_each_entry(un, &set->undos, set_node) un->semadj[semnum] = 0;
-	set->sems[semnum].semval = val;
-	set->sems[semnum].sempid = c->proc ? c->proc->pid : 0;
+	sv_sems(set)[semnum].semval = val;
+	sv_sems(set)[semnum].sempid = c->proc ? c->proc->pid : 0;
 	SV_SET_RELAXED(&set->ctime, sv_now());
 	sv_do_smart_update(set, NULL, 0, false, wq);
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -188,7 +188,7 @@ static long semctl_getall(const struct sv_caller *c, struct sv_set *set, uint64_
 		ret = -EIDRM;
 	} else {
 		for (int i = 0; i < nsems; i++)
-			vals[i] = (uint16_t)set->sems[i].semval;
+			vals[i] = (uint16_t)sv_sems(set)[i].semval;
 	}
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 	rcu_read_unlock();
@@ -228,8 +228,8 @@ static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_
 		ret = -EIDRM;
 	} else {
 		for (int i = 0; i < nsems; i++) {
-			set->sems[i].semval = vals[i];
-			set->sems[i].sempid = c->proc ? c->proc->pid : 0;
+			sv_sems(set)[i].semval = vals[i];
+			sv_sems(set)[i].sempid = c->proc ? c->proc->pid : 0;
 		}
 		cds_list_for_each_entry(un, &set->undos, set_node)
 			memset(un->semadj, 0, (size_t)un->nsems * sizeof(un->semadj[0]));
@@ -285,7 +285,7 @@ static long semctl_main(const struct sv_caller *c, int semid, int semnum, int cm
 		ret = -EIDRM;
 		goto out;
 	}
-	sem = &set->sems[semnum];
+	sem = &sv_sems(set)[semnum];
 	switch (cmd) {
 	case SV_GETVAL:
 		ret = sem->semval;

@@ -275,7 +275,7 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 		}
 
 		for (int i = 0; i < set->nsems && i < un->nsems; i++) {
-			struct sv_sem *sem = &set->sems[i];
+			struct sv_sem *sem = &sv_sems(set)[i];
 
 			if (!un->semadj[i])
 				continue;
