@@ -14,6 +14,7 @@
 # Variables: SAN=asan|tsan (sanitizer build into build/asan or build/tsan),
 # LOCK=pthread (engine locks on pthread_mutex instead of the adaptive mutex),
 # LOCKING=global (every semop takes the whole set: the contrast for bench/),
+# COUNTERS=off (no statistics counted: what counting costs, for bench/),
 # WERROR=1 (warnings are errors; CI sets it), PREFIX/DESTDIR for install.
 
 CC      ?= gcc
@@ -52,6 +53,9 @@ CPPFLAGS += -DSV_LOCK_PTHREAD
 endif
 ifeq ($(LOCKING),global)
 CPPFLAGS += -DSV_FORCE_GLOBAL_LOCK
+endif
+ifeq ($(COUNTERS),off)
+CPPFLAGS += -DSV_NO_COUNTERS
 endif
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -pthread $(WARN) $(SANFLAGS)

@@ -28,7 +28,11 @@
 #define SV_RELAXED(p)        atomic_load_explicit((p), memory_order_relaxed)
 #define SV_SET_RELAXED(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
 /* A counter only ever written under one lock: a plain add, but readable without that lock. */
-#define SV_COUNT(p)          SV_SET_RELAXED((p), SV_RELAXED(p) + 1)
+#ifndef SV_NO_COUNTERS
+#define SV_COUNT(p) SV_SET_RELAXED((p), SV_RELAXED(p) + 1)
+#else
+#define SV_COUNT(p) ((void)(p)) /* COUNTERS=off: for bench/ to measure what counting costs */
+#endif
 
 /* sem_lock() returns a semaphore number, or this when it took the whole set. */
 #define SV_LOCK_GLOBAL (-1)

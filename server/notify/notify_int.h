@@ -259,7 +259,11 @@ struct nt_userns *nt_userns_get(struct nt_super *s, uint64_t inode, pid_t via_ti
  * Counters: plain per-worker fields updated with relaxed atomic adds, so a reader on another
  * thread (stats, control socket) sees whole values without any lock on the hot path.
  */
+#ifndef SV_NO_COUNTERS
 #define NT_ADD(st, field, n) __atomic_fetch_add(&(st)->field, (uint64_t)(n), __ATOMIC_RELAXED)
+#else
+#define NT_ADD(st, field, n) ((void)(st), (void)(n)) /* COUNTERS=off, for bench/ */
+#endif
 #define NT_STATS(s, wk)      ((wk) ? &(wk)->stats : &(s)->events)
 #define NT_COUNT_EVENT(s, field) NT_ADD(&(s)->events, field, 1)
 

@@ -80,7 +80,7 @@ static int reply(const struct nt_listener *l, uint64_t id, long val, uint32_t fl
 	return -errno;
 }
 
-static int hist_bucket(int64_t ns)
+static inline int hist_bucket(int64_t ns)
 {
 	int b = 0;
 
