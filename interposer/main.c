@@ -5,8 +5,8 @@
  * Three processes:
  *   semvisor-run (this one)   waits for the program and passes its exit status on, forwards
  *                             signals sent to it, prints --stats at the end;
- *   the supervisor            forked first, in its own session (terminal signals do not reach
- *                             it), serves the program tree until its last process is gone, so
+ *   the supervisor            forked first, in its own process group (terminal signals do not
+ *                             reach it), serves the program tree until its last process is gone, so
  *                             background children keep their semaphores after the program
  *                             itself exits;
  *   the program               installs the filter, hands the listener to the supervisor (or to
@@ -75,7 +75,7 @@ static void usage(FILE *f)
 		"                         semaphore limits, as /proc/sys/kernel/sem orders them:\n"
 		"                         per set, in all, per semop call, sets (at most 32768);\n"
 		"                         default: the host's /proc/sys/kernel/sem\n"
-		"      --workers=N        serve with N worker threads (default: one per CPU)\n"
+		"      --workers=N        serve with N worker threads (default 1)\n"
 		"      --control=SOCKET   serve semvisorctl's control socket at SOCKET while the\n"
 		"                         supervisor runs\n"
 		"      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
@@ -254,8 +254,18 @@ static void supervise(const struct options *o, int handoff, int ctl)
 	int listener, rc;
 	char ok = 1;
 
-	/* Out of the terminal's reach: Ctrl-C is for the program, not for its semaphores. */
-	setsid();
+	/*
+	 * Out of the terminal's reach: Ctrl-C is for the program, not for its semaphores. A
+	 * process group of our own does that; a session of our own (setsid) would too, but with
+	 * scheduler autogroups each session is its own scheduling group, and caller and supervisor
+	 * in different groups lose the same-CPU hand-off of SYNC_WAKE_UP (measured here: 25-27 us
+	 * per call instead of 10). As a background process group we must never stop on the
+	 * terminal, nor die with it.
+	 */
+	setpgid(0, 0);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTTOU, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	if (o->verbose)

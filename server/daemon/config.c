@@ -83,7 +83,7 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 			c->workers = (int)n;
 			return 0;
 		}
-		snprintf(err, errlen, "workers wants a number from 0 (one per CPU) to 1024");
+		snprintf(err, errlen, "workers wants a number from 0 (the default, 1) to 1024");
 	} else if (!strcmp(key, "limits")) {
 		if (!sv_limits_parse(v, &c->limits)) {
 			c->have_limits = true;

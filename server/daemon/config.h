@@ -30,7 +30,7 @@ struct cfg {
 	char control_path[108]; /* "" : no control socket */
 	mode_t control_mode;
 	char control_group[64];
-	int workers;            /* 0: one per CPU */
+	int workers;            /* 0: the default (1) */
 	bool have_limits;
 	struct sv_limits limits;
 	enum cfg_ns_policy ns_policy;

@@ -74,7 +74,7 @@ static void usage(FILE *f)
 		"                             (default " CFG_DEFAULT_AGENT ")\n"
 		"      --control-socket=PATH  the control socket for semvisorctl\n"
 		"                             (default " CFG_DEFAULT_CONTROL "; empty: none)\n"
-		"      --workers=N            worker threads (default: one per CPU)\n"
+		"      --workers=N            worker threads (default 1)\n"
 		"      --limits=MSL,MNS,OPM,MNI\n"
 		"                             semaphore limits of every namespace, in\n"
 		"                             /proc/sys/kernel/sem order (default: the host's)\n"

@@ -24,7 +24,7 @@
 struct nt_super;
 
 struct nt_config {
-	int nworkers;                 /* 0: one per online CPU */
+	int nworkers;                 /* 0: one (see nt_super_new() for why) */
 	const struct sv_limits *limits; /* for new namespaces; NULL: the host's */
 	FILE *trace;                  /* non-NULL: one line per served call */
 	bool exit_when_idle;          /* run() returns once the last listener is gone */

