@@ -179,6 +179,12 @@ struct nt_worker {
 	struct seccomp_notif *notif;
 	size_t notif_size;
 	struct nt_req *spare; /* for the next semop: only a call that waits keeps one */
+	/*
+	 * A lone worker's hot listener, waited on with poll(2) and disarmed in the epoll set
+	 * (super.c). It borrows the registry's reference, which only its hang-up, handled by
+	 * this worker, gives up.
+	 */
+	struct nt_listener *hot;
 };
 
 struct nt_super {

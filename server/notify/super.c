@@ -5,9 +5,17 @@
  *
  * Every source is registered EPOLLONESHOT: the worker that gets an event owns the source until it
  * re-arms it. A listener is re-armed right after NOTIF_RECV, so another worker can take the next
- * notification while this one serves; with SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP set on the listener
- * the kernel wakes the epoll waiter on the caller's CPU and the caller on ours, which on this
- * kind of machine is the difference between ~9 us and ~70 us per call (bench/floor).
+ * notification while this one serves.
+ *
+ * With SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP set on a listener the kernel wakes its waiter on the
+ * caller's CPU and, when we answer, the caller on ours: on this kind of machine the difference
+ * between ~5 us and ~70 us per call (bench/floor). epoll does not pass that on: the listener's
+ * wake-up reaches the epoll waiter as an ordinary one, ~1.5 us dearer per call. A lone worker
+ * (the default) therefore waits in poll(2), which does pass it on, on the epoll set and on the
+ * listener that sent the last notification; that "hot" listener stays disarmed in the epoll set
+ * (its EPOLLONESHOT has fired) so only the poll sees it, and is re-armed when another listener
+ * takes its place. Hundreds of idle listeners cost nothing, and the busy one is as cheap to
+ * serve as if it were alone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -362,7 +371,12 @@ static void listener_hup(struct nt_worker *wk, struct nt_listener *l)
 		nt_super_stop(s);
 }
 
-static void listener_event(struct nt_worker *wk, struct nt_listener *l, uint32_t events)
+/*
+ * A listener has something (events as epoll or poll reports them: the bits agree). Unless rearm
+ * is false (the lone worker's hot listener), it goes back into the epoll set at once.
+ */
+static void listener_event(struct nt_worker *wk, struct nt_listener *l, uint32_t events,
+			   bool rearm)
 {
 	struct nt_super *s = wk->super;
 
@@ -376,7 +390,8 @@ static void listener_event(struct nt_worker *wk, struct nt_listener *l, uint32_t
 			atomic_fetch_add_explicit(&l->calls, 1, memory_order_relaxed);
 		/* Let another worker take this listener's next notification while we serve. */
 		atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
-		nt_rearm(s, &l->src);
+		if (rearm)
+			nt_rearm(s, &l->src);
 		if (rc == 0)
 			nt_serve(wk, l, wk->notif);
 		/* ENOENT: the caller was interrupted before we picked its call up. */
@@ -385,16 +400,92 @@ static void listener_event(struct nt_worker *wk, struct nt_listener *l, uint32_t
 	}
 	if (events & (EPOLLHUP | EPOLLERR))
 		listener_hup(wk, l);
-	else
+	else if (rearm)
 		nt_rearm(s, &l->src);
 }
 
 /* ---- workers ---- */
 
+/* Handles one event from the epoll set; false when the supervisor stops. */
+static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
+{
+	struct nt_super *s = wk->super;
+	struct nt_src *src = ev->data.ptr;
+
+	switch (src->kind) {
+	case SRC_LISTENER: {
+		struct nt_listener *l = caa_container_of(src, struct nt_listener, src);
+
+		if (s->nworkers > 1 || !(ev->events & EPOLLIN)) {
+			listener_event(wk, l, ev->events, true);
+			break;
+		}
+		/* The lone worker: this listener becomes the hot one, its predecessor re-armed. */
+		listener_event(wk, l, ev->events, false);
+		if (wk->hot)
+			nt_rearm(s, &wk->hot->src);
+		wk->hot = l;
+		break;
+	}
+	case SRC_EXITS:
+		nt_drain_exits(wk);
+		nt_rearm(s, src);
+		break;
+	case SRC_PROCESS: /* only ever in s->exits */
+		abort();
+	case SRC_THREAD:
+		nt_thread_exited(s, caa_container_of(src, struct nt_thread, src));
+		break;
+	case SRC_TIMER:
+		nt_timers_expire(wk);
+		break;
+	case SRC_SWEEP: {
+		uint64_t ticks;
+
+		if (read(src->fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+			abort();
+		nt_sweep(wk);
+		nt_rearm(s, src);
+		break;
+	}
+	case SRC_STOP:
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Waits for the next event: from the epoll set, or (lone worker, see the top of this file) from
+ * the hot listener, which is then handled here. Returns 1 with *ev filled, 0 when there is
+ * nothing to hand back (the hot listener was served, or a wake-up found nothing).
+ */
+static int next_event(struct nt_worker *wk, struct epoll_event *ev)
+{
+	struct nt_super *s = wk->super;
+	struct pollfd pfd[2] = {
+		{ .fd = s->epfd, .events = POLLIN },
+		{ .fd = wk->hot ? wk->hot->src.fd : -1, .events = POLLIN },
+	};
+
+	if (s->nworkers > 1)
+		return epoll_wait(s->epfd, ev, 1, -1);
+	if (poll(pfd, 2, -1) < 0)
+		return -1;
+	if (pfd[1].revents) {
+		struct nt_listener *l = wk->hot;
+
+		/* Its hang-up releases it: the reference the hot slot borrowed goes with it. */
+		if (!(pfd[1].revents & POLLIN))
+			wk->hot = NULL;
+		listener_event(wk, l, pfd[1].revents, false);
+		return 0;
+	}
+	return pfd[0].revents ? epoll_wait(s->epfd, ev, 1, 0) : 0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct nt_worker *wk = arg;
-	struct nt_super *s = wk->super;
 	sigset_t all;
 
 	/* Signals are for the process's main thread; workers never take them. */
@@ -403,45 +494,18 @@ static void *worker_main(void *arg)
 	sv_thread_register();
 	for (;;) {
 		struct epoll_event ev;
-		struct nt_src *src;
-		int n = epoll_wait(s->epfd, &ev, 1, -1);
+		int n = next_event(wk, &ev);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			abort();
 		}
-		src = ev.data.ptr;
-		switch (src->kind) {
-		case SRC_LISTENER:
-			listener_event(wk, caa_container_of(src, struct nt_listener, src), ev.events);
+		if (n > 0 && !dispatch(wk, &ev))
 			break;
-		case SRC_EXITS:
-			nt_drain_exits(wk);
-			nt_rearm(s, src);
-			break;
-		case SRC_PROCESS: /* only ever in s->exits */
-			abort();
-		case SRC_THREAD:
-			nt_thread_exited(s, caa_container_of(src, struct nt_thread, src));
-			break;
-		case SRC_TIMER:
-			nt_timers_expire(wk);
-			break;
-		case SRC_SWEEP: {
-			uint64_t ticks;
-
-			if (read(src->fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
-				abort();
-			nt_sweep(wk);
-			nt_rearm(s, src);
-			break;
-		}
-		case SRC_STOP:
-			sv_thread_unregister();
-			return NULL;
-		}
 	}
+	sv_thread_unregister();
+	return NULL;
 }
 
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen)
