@@ -7,7 +7,8 @@
  *    on two semaphores of one set do not share a lock; build with LOCKING=global (every semop
  *    takes the set lock, the kernel before 3.10) for the contrast.
  *  - memory: heap bytes (mallinfo2) per set for 32000 sets of one semaphore, and per semaphore
- *    for one set of 32000 semaphores.
+ *    added by growing one set from 1 to 32000 semaphores; the empty namespace they live in (its
+ *    hash tables) apart; then the totals with it.
  *
  * Output: a table, and with --out FILE tab-separated lines "name value unit".
  */
@@ -143,24 +144,31 @@ static size_t heap_used(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
-/* Heap bytes per set for nsets sets of nsems semaphores each. */
-static double bytes_per(int nsets, int nsems, int per_sem)
+/*
+ * Heap bytes for nsets sets of nsems semaphores each in a fresh namespace: *ns_bytes for the
+ * empty namespace (its hash tables, once per IPC namespace) unless NULL, the result for the sets
+ * in it.
+ */
+static double sets_bytes(int nsets, int nsems, double *ns_bytes)
 {
 	struct sv_limits lim = { 32000, SV_SEMMNS, 500, 32000 };
 	struct sv_ns *ns;
 	struct sv_caller c;
-	size_t before, after;
+	size_t before, empty, after;
 
 	malloc_trim(0);
 	before = heap_used();
 	ns = sv_ns_new(&lim);
+	empty = heap_used();
 	c = (struct sv_caller){ .ns = ns, .cred = &root };
 	for (int i = 0; i < nsets; i++)
 		if (sv_semget(&c, SV_IPC_PRIVATE, nsems, 0600) < 0)
 			abort();
 	after = heap_used();
 	sv_ns_put(ns);
-	return (double)(after - before) / (per_sem ? (double)nsems * nsets : nsets);
+	if (ns_bytes)
+		*ns_bytes = (double)(empty - before);
+	return (double)(after - empty);
 }
 
 int main(int argc, char **argv)
@@ -171,7 +179,7 @@ int main(int argc, char **argv)
 					      { "quick", no_argument, NULL, 'q' },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	double seconds = 1.0, ops1, ops2, b_set, b_sem;
+	double seconds = 1.0, ops1, ops2, b_set, b_sem, b_big, b_ns;
 	int reps = 5, c;
 	const char *out = NULL;
 	FILE *f;
@@ -206,18 +214,22 @@ int main(int argc, char **argv)
 
 	ops1 = median_ops(1, seconds, reps);
 	ops2 = median_ops(2, seconds, reps);
-	b_set = bytes_per(32000, 1, 0);
-	b_sem = bytes_per(1, 32000, 1);
+	b_set = sets_bytes(32000, 1, &b_ns) / 32000;
+	/* a semaphore's own cost: what 31999 more of them add to a set */
+	b_big = sets_bytes(1, 32000, NULL);
+	b_sem = (b_big - sets_bytes(1, 1, NULL)) / 31999;
 
 	printf("engine bench (locking %s, lock %s): medians of %d runs of %.1f s\n", LOCKING,
 	       LOCKNAME, reps, seconds);
 	printf("  1 thread,  1 semaphore:        %12.0f ops/s\n", ops1);
 	printf("  2 threads, own semaphore each: %12.0f ops/s  (%.2fx one thread)\n", ops2,
 	       ops2 / ops1);
-	printf("  32000 sets of 1 semaphore:     %8.0f bytes per set (%.1f MiB)\n", b_set,
-	       b_set * 32000 / 1048576);
-	printf("  1 set of 32000 semaphores:     %8.1f bytes per semaphore (%.1f MiB)\n", b_sem,
-	       b_sem * 32000 / 1048576);
+	printf("  an empty namespace:            %8.0f bytes\n", b_ns);
+	printf("  32000 sets of 1 semaphore:     %8.0f bytes per set (%.1f MiB with the namespace)\n",
+	       b_set, (b_set * 32000 + b_ns) / 1048576);
+	printf("  1 set of 32000 semaphores:     %8.1f bytes per semaphore (%.1f MiB with the "
+	       "namespace)\n",
+	       b_sem, (b_big + b_ns) / 1048576);
 	if (out) {
 		f = fopen(out, "w");
 		if (!f) {
@@ -228,8 +240,11 @@ int main(int argc, char **argv)
 			reps, seconds);
 		fprintf(f, "ops_1t\t%.0f\tops/s\nops_2t\t%.0f\tops/s\nscale_2t\t%.3f\tx\n", ops1,
 			ops2, ops2 / ops1);
+		fprintf(f, "bytes_ns\t%.0f\tB\n", b_ns);
 		fprintf(f, "bytes_per_set_1sem\t%.0f\tB\nbytes_per_sem_32000\t%.1f\tB\n", b_set,
 			b_sem);
+		fprintf(f, "mib_32000_sets\t%.2f\tMiB\nmib_32000_sems\t%.2f\tMiB\n",
+			(b_set * 32000 + b_ns) / 1048576, (b_big + b_ns) / 1048576);
 		fclose(f);
 	}
 	sv_thread_unregister();
