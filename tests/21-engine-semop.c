@@ -755,6 +755,47 @@ Test(engine_semop, rmid_wakes_all_with_eidrm)
 	EXPECT_WOKEN(&wq, 5);
 }
 
+static int count_set(const struct sv_set_info *info, void *arg)
+{
+	(void)info;
+	++*(int *)arg;
+	return 0;
+}
+
+/*
+ * The namespace dies (sv_ns_shutdown): every set goes, in one pass over many of them, every
+ * sleeper of every set completes with EIDRM, and the namespace stays usable.
+ */
+Test(engine_semop, shutdown_removes_every_set)
+{
+	enum { NSETS = 2000 };
+	static int ids[NSETS];
+	struct sv_sembuf dec = { 0, -1, 0 };
+	struct sv_wakeq wq;
+	struct sv_ns_info info;
+	int res[4], nsets = 0;
+
+	for (int i = 0; i < NSETS; i++)
+		ids[i] = mkset(1 + i % 3);
+	park(P[0], ids[0], 1, 1, &dec);
+	park(P[1], ids[NSETS / 2], 2, 1, &dec);
+	park(P[2], ids[NSETS - 1], 3, 1, &dec);
+
+	sv_wakeq_init(&wq);
+	sv_ns_shutdown(fx_ns, &wq);
+	cr_assert_eq(fx_drain(&wq, res, NULL, 4), 3, "every sleeper completes");
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(res[i], -EIDRM);
+	sv_ns_for_each_set(fx_ns, count_set, &nsets);
+	cr_assert_eq(nsets, 0, "%d sets left", nsets);
+	for (int i = 0; i < NSETS; i += 97)
+		cr_assert_eq(fx_getval(root, ids[i], 0), -EINVAL, "set %d still answers", ids[i]);
+	sv_ns_info(fx_ns, &info);
+	cr_assert_eq(info.nwaiters, 0);
+	cr_assert_eq(info.nsets, 0);
+	cr_assert_eq(fx_getval(root, mkset(1), 0), 0, "the namespace takes new sets");
+}
+
 /*
  * Merging: while a complex waiter sleeps, simple decrements wait on the set's queue; when the
  * last complex one leaves, they go back to their semaphores. Results and counts must not notice.

@@ -126,25 +126,25 @@ void sv_ns_shutdown(struct sv_ns *ns, struct sv_wakeq *wq)
 	struct cds_lfht_iter iter;
 	struct sv_set *set;
 
-	for (;;) {
-		if (pthread_mutex_lock(&ns->ids_lock))
-			abort();
-		rcu_read_lock();
-		cds_lfht_first(ns->by_id, &iter);
-		struct cds_lfht_node *node = cds_lfht_iter_get_node(&iter);
-		set = node ? caa_container_of(node, struct sv_set, id_node) : NULL;
-		if (set) {
-			sv_sem_lock(set, NULL, 0);
-			sv_freeary(ns, set, wq);
-			sv_sem_unlock(set, SV_LOCK_GLOBAL);
-		}
-		rcu_read_unlock();
-		if (pthread_mutex_unlock(&ns->ids_lock))
-			abort();
-		if (!set)
-			break;
+	/*
+	 * One pass under ids_lock. Removing the node under the iterator is allowed: RCU keeps it
+	 * and its successor pointer readable until we leave the read side, and the id table's
+	 * reference dropped here frees the set only after that. (Restarting from the first node
+	 * after every removal would walk the emptied buckets again each time: quadratic.)
+	 */
+	if (pthread_mutex_lock(&ns->ids_lock))
+		abort();
+	rcu_read_lock();
+	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node)
+	{
+		sv_sem_lock(set, NULL, 0);
+		sv_freeary(ns, set, wq);
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
 		sv_set_put(set);
 	}
+	rcu_read_unlock();
+	if (pthread_mutex_unlock(&ns->ids_lock))
+		abort();
 }
 
 static void ns_free(struct sv_ns *ns)
