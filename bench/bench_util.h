@@ -157,6 +157,68 @@ BU_UNUSED static long bu_parse_long(const char *opt, const char *s, long lo, lon
 	return v;
 }
 
+/* ---- the options every workload program takes ------------------------------------------------ */
+
+struct bu_opts {
+	int reps;          /* --reps N; 0: the program's default */
+	double timeout;    /* --timeout SEC; 0: the program's default */
+	bool quick;        /* --quick */
+	const char *out;   /* --out FILE */
+	bool target;       /* --target: run as the measured target, internal */
+	int result_fd;     /* --result-fd N: the target's report pipe, internal */
+};
+
+/* getopt_long values of the shared options; a program numbers its own from BU_OPT_OWN. */
+enum {
+	BU_OPT_REPS = 256,
+	BU_OPT_QUICK,
+	BU_OPT_OUT,
+	BU_OPT_TIMEOUT,
+	BU_OPT_TARGET,
+	BU_OPT_RESULT_FD,
+	BU_OPT_OWN,
+};
+
+#define BU_LONG_OPTS                                                   \
+	{"reps", required_argument, NULL, BU_OPT_REPS},                \
+	{"quick", no_argument, NULL, BU_OPT_QUICK},                    \
+	{"out", required_argument, NULL, BU_OPT_OUT},                  \
+	{"timeout", required_argument, NULL, BU_OPT_TIMEOUT},          \
+	{"target", no_argument, NULL, BU_OPT_TARGET},                  \
+	{"result-fd", required_argument, NULL, BU_OPT_RESULT_FD}
+
+BU_UNUSED static void bu_opts_init(struct bu_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->result_fd = -1;
+}
+
+/* Takes getopt_long's value c if it is a shared option; false if it is not. */
+BU_UNUSED static bool bu_opt(struct bu_opts *o, int c, const char *arg, int max_reps)
+{
+	switch (c) {
+	case BU_OPT_REPS:
+		o->reps = (int)bu_parse_long("--reps", arg, 1, max_reps);
+		return true;
+	case BU_OPT_QUICK:
+		o->quick = true;
+		return true;
+	case BU_OPT_OUT:
+		o->out = arg;
+		return true;
+	case BU_OPT_TIMEOUT:
+		o->timeout = (double)bu_parse_long("--timeout", arg, 1, 86400);
+		return true;
+	case BU_OPT_TARGET:
+		o->target = true;
+		return true;
+	case BU_OPT_RESULT_FD:
+		o->result_fd = (int)bu_parse_long("--result-fd", arg, 0, INT_MAX);
+		return true;
+	}
+	return false;
+}
+
 BU_UNUSED static double bu_parse_seconds(const char *opt, const char *s)
 {
 	char *end;

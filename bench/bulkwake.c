@@ -42,15 +42,10 @@ union semun {
 };
 
 struct opts {
+	struct bu_opts common; /* --reps, --quick, --out, --timeout, --target, --result-fd */
 	int waiters[MAX_LIST], nwaiters;
-	int reps;
-	double timeout;
-	bool quick;
-	const char *out;
 	bool verbose;
 	bool check_all;
-	bool target;
-	int result_fd;
 };
 
 static bool g_verbose, g_check_all;
@@ -251,7 +246,7 @@ static int target_main(const struct opts *o)
 {
 	struct bu_text t = {0};
 
-	bu_target_init("bulkwake", o->result_fd, o->timeout);
+	bu_target_init("bulkwake", o->common.result_fd, o->common.timeout);
 	g_verbose = o->verbose;
 	g_check_all = o->check_all;
 	bu_raise_limits();
@@ -263,7 +258,7 @@ static int target_main(const struct opts *o)
 		bu_text_add(&t, "point %d %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", o->waiters[i],
 			    last, call, med);
 	}
-	if (bu_target_report(o->result_fd, t.s) < 0) {
+	if (bu_target_report(o->common.result_fd, t.s) < 0) {
 		bu_tmsg("writing the report: %s", strerror(errno));
 		return 1;
 	}
@@ -384,35 +379,24 @@ static void usage(FILE *f)
 /* clang-format on */
 
 enum {
-	OPT_WAITERS = 256,
-	OPT_REPS,
-	OPT_QUICK,
-	OPT_OUT,
-	OPT_TIMEOUT,
+	OPT_WAITERS = BU_OPT_OWN,
 	OPT_CHECK,
-	OPT_TARGET,
-	OPT_RESULT_FD,
 };
 
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
 	    {"waiters", required_argument, NULL, OPT_WAITERS},
-	    {"reps", required_argument, NULL, OPT_REPS},
-	    {"quick", no_argument, NULL, OPT_QUICK},
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"check", required_argument, NULL, OPT_CHECK},
-	    {"target", no_argument, NULL, OPT_TARGET},
-	    {"result-fd", required_argument, NULL, OPT_RESULT_FD},
+	    BU_LONG_OPTS,
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->result_fd = -1;
+	bu_opts_init(&o->common);
 	o->waiters[0] = 250, o->waiters[1] = 1000, o->waiters[2] = 4000;
 	o->nwaiters = 3;
 	while ((c = getopt_long(argc, argv, "hv", lopts, NULL)) != -1) {
@@ -432,28 +416,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->nwaiters =
 			    bu_parse_list("--waiters", optarg, o->waiters, MAX_LIST, 1, MAX_N);
 			break;
-		case OPT_REPS:
-			o->reps = (int)bu_parse_long("--reps", optarg, 1, MAX_REPS);
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_OUT:
-			o->out = optarg;
-			break;
-		case OPT_TIMEOUT:
-			o->timeout = (double)bu_parse_long("--timeout", optarg, 1, 86400);
-			break;
-		case OPT_TARGET:
-			o->target = true;
-			break;
-		case OPT_RESULT_FD:
-			o->result_fd = (int)bu_parse_long("--result-fd", optarg, 0, INT_MAX);
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
+			if (bu_opt(&o->common, c, optarg, MAX_REPS))
+				break;
 			fputs("Try 'bulkwake --help'.\n", stderr);
 			exit(2);
 		}
@@ -461,10 +429,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
 		       argv[optind]);
-	if (o->reps == 0)
-		o->reps = o->quick ? 3 : 5;
-	if (o->timeout == 0)
-		o->timeout = 300;
+	if (o->common.reps == 0)
+		o->common.reps = o->common.quick ? 3 : 5;
+	if (o->common.timeout == 0)
+		o->common.timeout = 300;
 }
 
 int main(int argc, char **argv)
@@ -479,7 +447,7 @@ int main(int argc, char **argv)
 
 	own = bu_split_rows(argc, argv, &rows);
 	parse_opts(own, argv, &o);
-	if (o.target) {
+	if (o.common.target) {
 		bu_free_rows(&rows);
 		return target_main(&o);
 	}
@@ -492,7 +460,7 @@ int main(int argc, char **argv)
 	}
 
 	bu_format_list(o.waiters, o.nwaiters, list, sizeof(list));
-	snprintf(tobuf, sizeof(tobuf), "%.0f", o.timeout);
+	snprintf(tobuf, sizeof(tobuf), "%.0f", o.common.timeout);
 	char *targs[] = {(char *)"--target",
 			 (char *)"--waiters",
 			 list,
@@ -512,11 +480,11 @@ int main(int argc, char **argv)
 	       "Microseconds, median of %d repetitions taken round-robin over the rows; "
 	       "\"x native\" compares \"last\" with the native median of the same N in this "
 	       "run.\n\n",
-	       o.reps);
+	       o.common.reps);
 	fflush(stdout);
 
 	t_start = bu_now_ns();
-	for (int rep = 0; rep < o.reps; rep++) {
+	for (int rep = 0; rep < o.common.reps; rep++) {
 		for (int r = 0; r < rows.n; r++) {
 			char *report, why[256];
 			int bad;
@@ -524,7 +492,7 @@ int main(int argc, char **argv)
 			if (failed[r])
 				continue;
 			bad =
-			    bu_run_target(&rows.v[r], targs, o.timeout, &report, why, sizeof(why));
+			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, &o, cells[r], why, sizeof(why));
 			if (bad < 0) {
@@ -581,12 +549,12 @@ int main(int argc, char **argv)
 			printf("bulkwake: row %s FAILED (see stderr)\n", rows.v[r].label);
 	}
 
-	if (o.out) {
-		FILE *f = fopen(o.out, "w");
+	if (o.common.out) {
+		FILE *f = fopen(o.common.out, "w");
 
 		if (f == NULL)
-			bu_die("%s: %s", o.out, strerror(errno));
-		fprintf(f, "# bulkwake reps=%d cpus=%ld wake=SETALL waiters=threads\n", o.reps,
+			bu_die("%s: %s", o.common.out, strerror(errno));
+		fprintf(f, "# bulkwake reps=%d cpus=%ld wake=SETALL waiters=threads\n", o.common.reps,
 			sysconf(_SC_NPROCESSORS_ONLN));
 		fprintf(f, "# row\tN\tlast_us\tlast_min_us\tlast_max_us\tcall_us\tmedian_waiter_us"
 			   "\tx_native\treps\n");
@@ -607,7 +575,7 @@ int main(int argc, char **argv)
 			fprintf(f, "\n");
 		}
 		if (ferror(f) | (fclose(f) != 0))
-			bu_die("writing %s failed", o.out);
+			bu_die("writing %s failed", o.common.out);
 	}
 	bu_free_rows(&rows);
 	return any_failed;

@@ -35,14 +35,9 @@ union semun {
 };
 
 struct opts {
+	struct bu_opts common; /* --reps, --quick, --out, --timeout, --target, --result-fd */
 	int procs[MAX_LIST], nprocs;
 	long pairs;
-	int reps;
-	double timeout;
-	bool quick;
-	const char *out;
-	bool target;
-	int result_fd;
 };
 
 /* ---- the target ---------------------------------------------------------------------------- */
@@ -175,7 +170,7 @@ static int target_main(const struct opts *o)
 {
 	struct bu_text t = {0};
 
-	bu_target_init("lockunlock", o->result_fd, o->timeout);
+	bu_target_init("lockunlock", o->common.result_fd, o->common.timeout);
 	bu_raise_limits();
 	for (int i = 0; i < o->nprocs; i++) {
 		uint64_t ns;
@@ -184,7 +179,7 @@ static int target_main(const struct opts *o)
 			return 1;
 		bu_text_add(&t, "point %d %ld %" PRIu64 "\n", o->procs[i], o->pairs, ns);
 	}
-	if (bu_target_report(o->result_fd, t.s) < 0) {
+	if (bu_target_report(o->common.result_fd, t.s) < 0) {
 		bu_tmsg("writing the report: %s", strerror(errno));
 		return 1;
 	}
@@ -284,14 +279,8 @@ static void usage(FILE *f)
 /* clang-format on */
 
 enum {
-	OPT_PROCS = 256,
+	OPT_PROCS = BU_OPT_OWN,
 	OPT_PAIRS,
-	OPT_REPS,
-	OPT_QUICK,
-	OPT_OUT,
-	OPT_TIMEOUT,
-	OPT_TARGET,
-	OPT_RESULT_FD,
 };
 
 static void parse_opts(int argc, char **argv, struct opts *o)
@@ -299,19 +288,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	static const struct option lopts[] = {
 	    {"procs", required_argument, NULL, OPT_PROCS},
 	    {"pairs", required_argument, NULL, OPT_PAIRS},
-	    {"reps", required_argument, NULL, OPT_REPS},
-	    {"quick", no_argument, NULL, OPT_QUICK},
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	    {"target", no_argument, NULL, OPT_TARGET},
-	    {"result-fd", required_argument, NULL, OPT_RESULT_FD},
+	    BU_LONG_OPTS,
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->result_fd = -1;
+	bu_opts_init(&o->common);
 	o->procs[0] = 1, o->procs[1] = 2, o->procs[2] = 4, o->procs[3] = 8;
 	o->nprocs = 4;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -322,28 +306,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_PAIRS:
 			o->pairs = bu_parse_long("--pairs", optarg, 1, 1000000000L);
 			break;
-		case OPT_REPS:
-			o->reps = (int)bu_parse_long("--reps", optarg, 1, MAX_REPS);
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_OUT:
-			o->out = optarg;
-			break;
-		case OPT_TIMEOUT:
-			o->timeout = (double)bu_parse_long("--timeout", optarg, 1, 86400);
-			break;
-		case OPT_TARGET:
-			o->target = true;
-			break;
-		case OPT_RESULT_FD:
-			o->result_fd = (int)bu_parse_long("--result-fd", optarg, 0, INT_MAX);
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
+			if (bu_opt(&o->common, c, optarg, MAX_REPS))
+				break;
 			fputs("Try 'lockunlock --help'.\n", stderr);
 			exit(2);
 		}
@@ -352,11 +320,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
 		       argv[optind]);
 	if (o->pairs == 0)
-		o->pairs = o->quick ? 10000 : 100000;
-	if (o->reps == 0)
-		o->reps = o->quick ? 3 : 5;
-	if (o->timeout == 0)
-		o->timeout = 600;
+		o->pairs = o->common.quick ? 10000 : 100000;
+	if (o->common.reps == 0)
+		o->common.reps = o->common.quick ? 3 : 5;
+	if (o->common.timeout == 0)
+		o->common.timeout = 600;
 }
 
 int main(int argc, char **argv)
@@ -371,7 +339,7 @@ int main(int argc, char **argv)
 
 	own = bu_split_rows(argc, argv, &rows);
 	parse_opts(own, argv, &o);
-	if (o.target) {
+	if (o.common.target) {
 		bu_free_rows(&rows);
 		return target_main(&o);
 	}
@@ -379,7 +347,7 @@ int main(int argc, char **argv)
 
 	bu_format_list(o.procs, o.nprocs, list, sizeof(list));
 	snprintf(pairsbuf, sizeof(pairsbuf), "%ld", o.pairs);
-	snprintf(tobuf, sizeof(tobuf), "%.0f", o.timeout);
+	snprintf(tobuf, sizeof(tobuf), "%.0f", o.common.timeout);
 	char *targs[] = {(char *)"--target", (char *)"--procs",	  list,	 (char *)"--pairs",
 			 pairsbuf,	     (char *)"--timeout", tobuf, NULL};
 
@@ -391,11 +359,11 @@ int main(int argc, char **argv)
 	       "round-robin over the rows; \"x native\" is the time ratio to the native median "
 	       "of the same P in this run. The shared counter was checked to be exactly %ld "
 	       "after every repetition.\n\n",
-	       o.pairs, o.reps, o.pairs);
+	       o.pairs, o.common.reps, o.pairs);
 	fflush(stdout);
 
 	t_start = bu_now_ns();
-	for (int rep = 0; rep < o.reps; rep++) {
+	for (int rep = 0; rep < o.common.reps; rep++) {
 		for (int r = 0; r < rows.n; r++) {
 			char *report, why[256];
 			int bad;
@@ -403,7 +371,7 @@ int main(int argc, char **argv)
 			if (failed[r])
 				continue;
 			bad =
-			    bu_run_target(&rows.v[r], targs, o.timeout, &report, why, sizeof(why));
+			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, &o, cells[r], why, sizeof(why));
 			if (bad < 0) {
@@ -451,12 +419,12 @@ int main(int argc, char **argv)
 			printf("lockunlock: row %s FAILED (see stderr)\n", rows.v[r].label);
 	}
 
-	if (o.out) {
-		FILE *f = fopen(o.out, "w");
+	if (o.common.out) {
+		FILE *f = fopen(o.common.out, "w");
 
 		if (f == NULL)
-			bu_die("%s: %s", o.out, strerror(errno));
-		fprintf(f, "# lockunlock pairs=%ld reps=%d cpus=%ld\n", o.pairs, o.reps,
+			bu_die("%s: %s", o.common.out, strerror(errno));
+		fprintf(f, "# lockunlock pairs=%ld reps=%d cpus=%ld\n", o.pairs, o.common.reps,
 			sysconf(_SC_NPROCESSORS_ONLN));
 		fprintf(f,
 			"# row\tP\tpairs\tmedian_s\tmin_s\tmax_s\tpairs_per_s\tx_native\treps\n");
@@ -477,7 +445,7 @@ int main(int argc, char **argv)
 			fprintf(f, "\n");
 		}
 		if (ferror(f) | (fclose(f) != 0))
-			bu_die("writing %s failed", o.out);
+			bu_die("writing %s failed", o.common.out);
 	}
 	bu_free_rows(&rows);
 	return any_failed;

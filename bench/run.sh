@@ -219,7 +219,11 @@ step floor_same "$O/bench/floor" "${Q[@]}" --cpu-pin=same --out "$RES/floor_same
 	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}"
 step engine "$O/bench/engine" "${Q[@]}" --out "$RES/engine.tsv"
 step engine_global "$GLOBAL/bench/engine" "${Q[@]}" --out "$RES/engine_global.tsv"
-step engine_nocount "$NOCOUNT/bench/engine" "${Q[@]}" --out "$RES/engine_nocount.tsv"
+if [ "$MODE" = full ]; then
+	step counters bench/counters.sh "$O/bench/engine" "$NOCOUNT/bench/engine" "$RES/counters.tsv" 9 --reps 3 --seconds 0.5
+else
+	step counters bench/counters.sh "$O/bench/engine" "$NOCOUNT/bench/engine" "$RES/counters.tsv" 5 --quick
+fi
 if [ "$MODE" = full ]; then
 	step semop_multi "$O/bench/semop_multi" --out "$RES/semop_multi.tsv" \
 		--compare semvisor-run/semvisor-run-global "${RUN_ROW[@]}" "${GLOBAL_ROW[@]}" \
@@ -369,12 +373,10 @@ section() { # section NAME TITLE [fence]
 		sq=$(ratio "${sr:-}" "${sg:-}")
 		echo "| the same through semvisor-run (semop_multi, T = S = 2) | ${sq}x | $(verdict "$sq" '>=' 1.7) |"
 	fi
-	# cost = 1 - counted / uncounted throughput, the worse of 1 and 2 threads
-	cc=$(awk -v a1="$(tsv_get "$RES/engine.tsv" ops_1t 2)" -v b1="$(tsv_get "$RES/engine_nocount.tsv" ops_1t 2)" \
-		-v a2="$e2" -v b2="$(tsv_get "$RES/engine_nocount.tsv" ops_2t 2)" 'BEGIN {
-			if (a1 == "" || b1 == "" || a2 == "" || b2 == "") { print "NA"; exit }
-			c1 = 1 - a1 / b1; c2 = 1 - a2 / b2; printf "%.1f", 100 * (c1 > c2 ? c1 : c2) }')
-	echo "| statistics cost <= 3% (engine, 1 and 2 threads, vs a COUNTERS=off build) | ${cc}% | $(verdict "$cc" '<=' 3) |"
+	for k in 1 2; do
+		cc=$(tsv_get "$RES/counters.tsv" "ops_${k}t" 4)
+		echo "| statistics cost <= 3%: engine, $k thread(s), vs a COUNTERS=off build, in turns (counters) | ${cc:-NA}% | $(verdict "${cc:-NA}" '<=' 3) |"
+	done
 	bs=$(tsv_get "$RES/engine.tsv" bytes_per_sem_32000 2)
 	echo "| engine <= 64 B per semaphore (engine, growing one set from 1 to 32000 semaphores) | ${bs:-NA} B | $(verdict "${bs:-NA}" '<=' 64) |"
 	for k in sets:"32000 sets of 1 semaphore" sems:"a set of 32000 semaphores"; do
@@ -417,7 +419,7 @@ section() { # section NAME TITLE [fence]
 	[ -f "$RES/scale.png" ] && printf '\n![scale](scale.png)\n'
 	section engine "engine, per-semaphore locking (bench/engine)" fence
 	section engine_global "engine, whole-set locking (LOCKING=global build)" fence
-	section engine_nocount "engine without statistics (COUNTERS=off build)" fence
+	section counters "counters: what the statistics cost (bench/counters.sh)" fence
 	section locks "locks: the adaptive mutex against the alternatives (bench/locks)" fence
 	[ -f "$RES/locks.png" ] && printf '\n![locks](locks.png)\n'
 	if [ -s "$TMPD/semvisord.log" ]; then

@@ -63,20 +63,16 @@ enum {
 static const char *const case_names[NCASES] = {"sets", "bigset", "waiters"};
 
 struct opts {
+	struct bu_opts common; /* --reps, --quick, --out, --timeout, --target, --result-fd */
 	bool cases[NCASES];
 	int sets, nsems, waiters;
-	int reps;
-	double rep_time, warm_time, timeout;
-	bool quick;
-	const char *out;
+	double rep_time, warm_time;
 	const char *rss_pid[BU_MAX_ROWS]; /* "LABEL:PID" */
 	int nrss;
 	int case_only; /* target: the one case to run */
 	long target_rss_pid;
 	bool verbose;
 	bool pin_same; /* --cpu-pin=same (the default): everything on one CPU */
-	bool target;
-	int result_fd;
 };
 
 /* ---- the target ---------------------------------------------------------------------------- */
@@ -136,7 +132,7 @@ static int time_probes(struct bu_text *t, struct probe *p, int n, const struct o
 		if (size_probe(&p[i], o) < 0)
 			return -1;
 	}
-	for (int r = 0; r < o->reps; r++) {
+	for (int r = 0; r < o->common.reps; r++) {
 		for (int i = 0; i < n; i++) {
 			uint64_t t0 = bu_now_ns();
 
@@ -149,7 +145,7 @@ static int time_probes(struct bu_text *t, struct probe *p, int n, const struct o
 	}
 	for (int i = 0; i < n; i++) {
 		bu_text_add(t, "%s", p[i].tag);
-		for (int r = 0; r < o->reps; r++)
+		for (int r = 0; r < o->common.reps; r++)
 			bu_text_add(t, " %.4f", us[i][r]);
 		bu_text_add(t, "\n");
 		if (semctl(p[i].id, p[i].num, GETVAL) != 0) {
@@ -383,7 +379,7 @@ static int target_main(const struct opts *o)
 	uint64_t t_build;
 	int c = o->case_only, rc = 1;
 
-	bu_target_init("scale", o->result_fd, o->timeout);
+	bu_target_init("scale", o->common.result_fd, o->common.timeout);
 	g_verbose = o->verbose;
 	bu_raise_limits();
 	sup = find_supervisor(o->target_rss_pid);
@@ -496,7 +492,7 @@ static int target_main(const struct opts *o)
 		goto out;
 	phase("after");
 	bu_text_add(&t, "supervisor %d\n", (int)sup);
-	if (bu_target_report(o->result_fd, t.s) < 0) {
+	if (bu_target_report(o->common.result_fd, t.s) < 0) {
 		bu_tmsg("writing the report: %s", strerror(errno));
 		goto out;
 	}
@@ -671,22 +667,16 @@ static void usage(FILE *f)
 /* clang-format on */
 
 enum {
-	OPT_CASES = 256,
+	OPT_CASES = BU_OPT_OWN,
 	OPT_SETS,
 	OPT_NSEMS,
 	OPT_WAITERS,
-	OPT_REPS,
 	OPT_REP_TIME,
 	OPT_WARM_TIME,
 	OPT_RSS_PID,
-	OPT_QUICK,
-	OPT_OUT,
-	OPT_TIMEOUT,
 	OPT_CPU_PIN,
-	OPT_TARGET,
 	OPT_CASE,
 	OPT_TARGET_RSS,
-	OPT_RESULT_FD,
 };
 
 static void parse_opts(int argc, char **argv, struct opts *o)
@@ -696,19 +686,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	    {"sets", required_argument, NULL, OPT_SETS},
 	    {"nsems", required_argument, NULL, OPT_NSEMS},
 	    {"waiters", required_argument, NULL, OPT_WAITERS},
-	    {"reps", required_argument, NULL, OPT_REPS},
 	    {"rep-time", required_argument, NULL, OPT_REP_TIME},
 	    {"warm-time", required_argument, NULL, OPT_WARM_TIME},
 	    {"rss-pid", required_argument, NULL, OPT_RSS_PID},
-	    {"quick", no_argument, NULL, OPT_QUICK},
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"cpu-pin", required_argument, NULL, OPT_CPU_PIN},
-	    {"target", no_argument, NULL, OPT_TARGET},
 	    {"case", required_argument, NULL, OPT_CASE},
 	    {"target-rss-pid", required_argument, NULL, OPT_TARGET_RSS},
-	    {"result-fd", required_argument, NULL, OPT_RESULT_FD},
+	    BU_LONG_OPTS,
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -716,7 +701,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->result_fd = -1;
+	bu_opts_init(&o->common);
 	o->case_only = -1;
 	o->sets = 32000;
 	o->nsems = 32000;
@@ -761,9 +746,6 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_WAITERS:
 			o->waiters = (int)bu_parse_long("--waiters", optarg, 1, MAX_WAITERS);
 			break;
-		case OPT_REPS:
-			o->reps = (int)bu_parse_long("--reps", optarg, 1, MAX_REPS);
-			break;
 		case OPT_REP_TIME:
 			o->rep_time = bu_parse_seconds("--rep-time", optarg);
 			break;
@@ -774,18 +756,6 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			if (strchr(optarg, ':') == NULL || o->nrss == BU_MAX_ROWS)
 				bu_die("--rss-pid: expected LABEL:PID");
 			o->rss_pid[o->nrss++] = optarg;
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_OUT:
-			o->out = optarg;
-			break;
-		case OPT_TIMEOUT:
-			o->timeout = (double)bu_parse_long("--timeout", optarg, 1, 86400);
-			break;
-		case OPT_TARGET:
-			o->target = true;
 			break;
 		case OPT_CASE:
 			for (int k = 0; k < NCASES; k++) {
@@ -798,13 +768,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_TARGET_RSS:
 			o->target_rss_pid = bu_parse_long("--target-rss-pid", optarg, 1, INT_MAX);
 			break;
-		case OPT_RESULT_FD:
-			o->result_fd = (int)bu_parse_long("--result-fd", optarg, 0, INT_MAX);
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
+			if (bu_opt(&o->common, c, optarg, MAX_REPS))
+				break;
 			fputs("Try 'scale --help'.\n", stderr);
 			exit(2);
 		}
@@ -815,16 +784,16 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	if (!any_case)
 		o->cases[C_SETS] = o->cases[C_BIGSET] = o->cases[C_WAITERS] = true;
 	if (o->waiters == 0)
-		o->waiters = o->quick ? 2000 : 10000;
-	if (o->reps == 0)
-		o->reps = o->quick ? 3 : 5;
+		o->waiters = o->common.quick ? 2000 : 10000;
+	if (o->common.reps == 0)
+		o->common.reps = o->common.quick ? 3 : 5;
 	if (o->rep_time == 0)
-		o->rep_time = o->quick ? 0.1 : 0.2;
+		o->rep_time = o->common.quick ? 0.1 : 0.2;
 	if (o->warm_time == 0)
 		o->warm_time = 0.05;
-	if (o->timeout == 0)
-		o->timeout = 900;
-	if (o->target && o->case_only < 0)
+	if (o->common.timeout == 0)
+		o->common.timeout = 900;
+	if (o->common.target && o->case_only < 0)
 		bu_die("--target needs --case");
 }
 
@@ -856,7 +825,7 @@ int main(int argc, char **argv)
 
 	own = bu_split_rows(argc, argv, &rows);
 	parse_opts(own, argv, &o);
-	if (o.target) {
+	if (o.common.target) {
 		bu_free_rows(&rows);
 		return target_main(&o);
 	}
@@ -892,7 +861,7 @@ int main(int argc, char **argv)
 	    "1.2x). \"building\" is how long creating the condition took (for waiters: "
 	    "starting the threads until all are parked). Memory is the supervisor's VmRSS growth "
 	    "while building the condition, divided by the units built.\n\n",
-	    o.reps, o.rep_time, o.sets, o.nsems, o.waiters);
+	    o.common.reps, o.rep_time, o.sets, o.nsems, o.waiters);
 	fflush(stdout);
 
 	t_start = bu_now_ns();
@@ -908,10 +877,10 @@ int main(int argc, char **argv)
 			snprintf(setsb, sizeof(setsb), "%d", o.sets);
 			snprintf(nsemsb, sizeof(nsemsb), "%d", o.nsems);
 			snprintf(waitb, sizeof(waitb), "%d", o.waiters);
-			snprintf(repsb, sizeof(repsb), "%d", o.reps);
+			snprintf(repsb, sizeof(repsb), "%d", o.common.reps);
 			snprintf(rtb, sizeof(rtb), "%.9g", o.rep_time);
 			snprintf(wtb, sizeof(wtb), "%.9g", o.warm_time);
-			snprintf(tob, sizeof(tob), "%.0f", o.timeout);
+			snprintf(tob, sizeof(tob), "%.0f", o.common.timeout);
 			snprintf(rssb, sizeof(rssb), "%ld", rp);
 			char *targs[32];
 			int na = 0;
@@ -942,7 +911,7 @@ int main(int argc, char **argv)
 			targs[na] = NULL;
 
 			bad =
-			    bu_run_target(&rows.v[r], targs, o.timeout, &report, why, sizeof(why));
+			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, c, &res[r][c], why, sizeof(why));
 			if (bad < 0) {
@@ -997,15 +966,15 @@ int main(int argc, char **argv)
 	printf("\nscale: %.1f s in all; load average (1 min) %.2f at the end\n",
 	       (double)(bu_now_ns() - t_start) / 1e9, bu_loadavg1());
 
-	if (o.out) {
-		FILE *f = fopen(o.out, "w");
+	if (o.common.out) {
+		FILE *f = fopen(o.common.out, "w");
 
 		if (f == NULL)
-			bu_die("%s: %s", o.out, strerror(errno));
+			bu_die("%s: %s", o.common.out, strerror(errno));
 		fprintf(
 		    f,
 		    "# scale reps=%d rep_time=%g sets=%d nsems=%d waiters=%d cpus=%ld pin=\"%s\"\n",
-		    o.reps, o.rep_time, o.sets, o.nsems, o.waiters, sysconf(_SC_NPROCESSORS_ONLN),
+		    o.common.reps, o.rep_time, o.sets, o.nsems, o.waiters, sysconf(_SC_NPROCESSORS_ONLN),
 		    pinning);
 		fprintf(f,
 			"# row\tcase\tunits\tsmall_us\tlarge_us\tafter_us\tx_small\trss0_kib\trss1_"
@@ -1035,7 +1004,7 @@ int main(int argc, char **argv)
 			}
 		}
 		if (ferror(f) | (fclose(f) != 0))
-			bu_die("writing %s failed", o.out);
+			bu_die("writing %s failed", o.common.out);
 	}
 	bu_free_rows(&rows);
 	return any_failed;

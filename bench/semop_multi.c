@@ -39,15 +39,10 @@ union semun {
 };
 
 struct opts {
+	struct bu_opts common; /* --reps, --quick, --out, --timeout, --target, --result-fd */
 	int threads[MAX_LIST], nthreads;
 	double seconds;
-	int reps;
-	double timeout;
-	bool quick;
-	const char *out;
 	const char *compare; /* "A/B": also print A's ops/s divided by B's */
-	bool target;
-	int result_fd;
 };
 
 /* One measured configuration. T = 1 is measured once (S = 1 = T) and shown in both tables. */
@@ -177,7 +172,7 @@ static int target_main(const struct opts *o)
 	struct bu_text t = {0};
 	int np = make_points(o, pts);
 
-	bu_target_init("semop_multi", o->result_fd, o->timeout);
+	bu_target_init("semop_multi", o->common.result_fd, o->common.timeout);
 	for (int i = 0; i < np; i++) {
 		uint64_t ops, ns;
 
@@ -186,7 +181,7 @@ static int target_main(const struct opts *o)
 		bu_text_add(&t, "point %d %d %" PRIu64 " %" PRIu64 "\n", pts[i].t, pts[i].s, ops,
 			    ns);
 	}
-	if (bu_target_report(o->result_fd, t.s) < 0) {
+	if (bu_target_report(o->common.result_fd, t.s) < 0) {
 		bu_tmsg("writing the report: %s", strerror(errno));
 		return 1;
 	}
@@ -294,15 +289,9 @@ static void usage(FILE *f)
 /* clang-format on */
 
 enum {
-	OPT_THREADS = 256,
+	OPT_THREADS = BU_OPT_OWN,
 	OPT_SECONDS,
-	OPT_REPS,
-	OPT_QUICK,
-	OPT_OUT,
-	OPT_TIMEOUT,
 	OPT_COMPARE,
-	OPT_TARGET,
-	OPT_RESULT_FD,
 };
 
 static void parse_opts(int argc, char **argv, struct opts *o)
@@ -310,13 +299,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	static const struct option lopts[] = {
 	    {"threads", required_argument, NULL, OPT_THREADS},
 	    {"seconds", required_argument, NULL, OPT_SECONDS},
-	    {"reps", required_argument, NULL, OPT_REPS},
-	    {"quick", no_argument, NULL, OPT_QUICK},
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
 	    {"compare", required_argument, NULL, OPT_COMPARE},
-	    {"target", no_argument, NULL, OPT_TARGET},
-	    {"result-fd", required_argument, NULL, OPT_RESULT_FD},
+	    BU_LONG_OPTS,
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -324,7 +308,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->result_fd = -1;
+	bu_opts_init(&o->common);
 	o->threads[0] = 1, o->threads[1] = 2, o->threads[2] = 4, o->threads[3] = 8;
 	o->nthreads = 4;
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -336,33 +320,17 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_SECONDS:
 			seconds = bu_parse_seconds("--seconds", optarg);
 			break;
-		case OPT_REPS:
-			o->reps = (int)bu_parse_long("--reps", optarg, 1, MAX_REPS);
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_OUT:
-			o->out = optarg;
-			break;
-		case OPT_TIMEOUT:
-			o->timeout = (double)bu_parse_long("--timeout", optarg, 1, 86400);
-			break;
 		case OPT_COMPARE:
 			if (strchr(optarg, '/') == NULL)
 				bu_die("--compare: expected A/B (two row labels)");
 			o->compare = optarg;
 			break;
-		case OPT_TARGET:
-			o->target = true;
-			break;
-		case OPT_RESULT_FD:
-			o->result_fd = (int)bu_parse_long("--result-fd", optarg, 0, INT_MAX);
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
+			if (bu_opt(&o->common, c, optarg, MAX_REPS))
+				break;
 			fputs("Try 'semop_multi --help'.\n", stderr);
 			exit(2);
 		}
@@ -370,11 +338,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
 		       argv[optind]);
-	o->seconds = seconds > 0 ? seconds : o->quick ? 0.1 : 0.3;
-	if (o->reps == 0)
-		o->reps = o->quick ? 3 : 5;
-	if (o->timeout == 0)
-		o->timeout = 60 + 20 * o->seconds * 2 * o->nthreads;
+	o->seconds = seconds > 0 ? seconds : o->common.quick ? 0.1 : 0.3;
+	if (o->common.reps == 0)
+		o->common.reps = o->common.quick ? 3 : 5;
+	if (o->common.timeout == 0)
+		o->common.timeout = 60 + 20 * o->seconds * 2 * o->nthreads;
 }
 
 static int find_row(const struct bu_rows *rows, const char *label, size_t len)
@@ -399,7 +367,7 @@ int main(int argc, char **argv)
 
 	own = bu_split_rows(argc, argv, &rows);
 	parse_opts(own, argv, &o);
-	if (o.target) {
+	if (o.common.target) {
 		bu_free_rows(&rows);
 		return target_main(&o);
 	}
@@ -416,8 +384,8 @@ int main(int argc, char **argv)
 
 	bu_format_list(o.threads, o.nthreads, list, sizeof(list));
 	snprintf(secbuf, sizeof(secbuf), "%.9g", o.seconds);
-	snprintf(repsbuf, sizeof(repsbuf), "%d", o.reps);
-	snprintf(tobuf, sizeof(tobuf), "%.0f", o.timeout);
+	snprintf(repsbuf, sizeof(repsbuf), "%d", o.common.reps);
+	snprintf(tobuf, sizeof(tobuf), "%.0f", o.common.timeout);
 	char *targs[] = {(char *)"--target",
 			 (char *)"--threads",
 			 list,
@@ -433,11 +401,11 @@ int main(int argc, char **argv)
 	printf("\nEach point runs %.2f s; figures are ops/s (both calls of a pair counted), "
 	       "median of %d repetitions taken round-robin over the rows; \"x native\" is the "
 	       "ratio to the native median of the same point in this run.\n\n",
-	       o.seconds, o.reps);
+	       o.seconds, o.common.reps);
 	fflush(stdout);
 
 	t_start = bu_now_ns();
-	for (int rep = 0; rep < o.reps; rep++) {
+	for (int rep = 0; rep < o.common.reps; rep++) {
 		for (int r = 0; r < rows.n; r++) {
 			char *report, why[256];
 			int bad;
@@ -445,7 +413,7 @@ int main(int argc, char **argv)
 			if (failed[r])
 				continue;
 			bad =
-			    bu_run_target(&rows.v[r], targs, o.timeout, &report, why, sizeof(why));
+			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, pts, np, cells[r], why, sizeof(why));
 			if (bad < 0) {
@@ -538,12 +506,12 @@ int main(int argc, char **argv)
 			printf("semop_multi: row %s FAILED (see stderr)\n", rows.v[r].label);
 	}
 
-	if (o.out) {
-		FILE *f = fopen(o.out, "w");
+	if (o.common.out) {
+		FILE *f = fopen(o.common.out, "w");
 
 		if (f == NULL)
-			bu_die("%s: %s", o.out, strerror(errno));
-		fprintf(f, "# semop_multi seconds=%g reps=%d cpus=%ld\n", o.seconds, o.reps,
+			bu_die("%s: %s", o.common.out, strerror(errno));
+		fprintf(f, "# semop_multi seconds=%g reps=%d cpus=%ld\n", o.seconds, o.common.reps,
 			sysconf(_SC_NPROCESSORS_ONLN));
 		fprintf(f, "# row\tmode\tT\tS\tmedian_ops_s\tmin\tmax\tx_native\treps\n");
 		/* Grouped by row, then mode, T ascending: each gnuplot line is contiguous.  T=1
@@ -571,7 +539,7 @@ int main(int argc, char **argv)
 			}
 		}
 		if (ferror(f) | (fclose(f) != 0))
-			bu_die("writing %s failed", o.out);
+			bu_die("writing %s failed", o.common.out);
 	}
 	bu_free_rows(&rows);
 	return any_failed;
