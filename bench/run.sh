@@ -108,6 +108,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
+# The "cpu" line of /proc/stat: all CPUs' time in ticks, by kind; the 8th kind is steal, time
+# the hypervisor gave our virtual CPUs' turn to someone else, which no process list shows.
+cpustat() { awk '$1 == "cpu" { print $2, $3, $4, $5, $6, $7, $8, $9; exit }' /proc/stat; }
+# steal_pct "START" "END": steal as a share of all CPU time between two cpustat readings
+steal_pct() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) t += y[i] - x[i]
+		printf "%.1f", t > 0 ? 100 * (y[8] - x[8]) / t : 0 }'
+}
 quiet_load=${BENCH_QUIET_LOAD:-0.5}
 is_quiet() { awk -v l="$(load1)" -v q="$quiet_load" 'BEGIN { exit !(l < q) }'; }
 
@@ -183,6 +193,7 @@ others_during() {
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 START_S=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+STAT_START=$(cpustat)
 FAILED=()
 STEPS=()
 
@@ -195,12 +206,14 @@ step() {
 	echo "bench/run.sh: == $name: $(cat "$TMPD/$name.cmd")" >&2
 	t0=$(date +%s.%N)
 	cut -d' ' -f1 /proc/loadavg >"$TMPD/$name.load"
+	cpustat >"$TMPD/$name.stat0"
 	# stdout through tee in the pipeline (so it is complete when the step ends); stderr to its
 	# file and to the terminal. (No bare "wait" here: it would wait for the daemon too.)
 	"$@" 2> >(tee "$TMPD/$name.err" >&2) | tee "$TMPD/$name.out"
 	rc=${PIPESTATUS[0]}
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }' >"$TMPD/$name.time"
 	others_during "${t0%.*}" "$(date +%s)" >"$TMPD/$name.others"
+	steal_pct "$(cat "$TMPD/$name.stat0")" "$(cpustat)" >"$TMPD/$name.steal"
 	echo "$rc" >"$TMPD/$name.rc"
 	if [ "$rc" -ne 0 ]; then
 		FAILED+=("$name")
@@ -243,6 +256,7 @@ step locks "$O/bench/locks" "${Q[@]}" --out "$RES" --no-plot
 
 END_S=$(date +%s)
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+STEAL=$(steal_pct "$STAT_START" "$(cpustat)")
 # What the run left in its IPC namespace: targets remove their sets (and run in namespaces of
 # their own), so anything here is a bug.
 SETS_LEFT=$(ipcs -s 2>/dev/null | awk '$1 ~ /^0x/ { n++ } END { print n + 0 }')
@@ -286,7 +300,7 @@ section() { # section NAME TITLE [fence]
 	echo
 	echo "## $title"
 	echo
-	echo "Command ($(cat "$TMPD/$name.time") s, exit status $(cat "$TMPD/$name.rc"); 1-minute load average $(cat "$TMPD/$name.load") at its start; other processes running: $(cat "$TMPD/$name.others")):"
+	echo "Command ($(cat "$TMPD/$name.time") s, exit status $(cat "$TMPD/$name.rc"); 1-minute load average $(cat "$TMPD/$name.load") at its start; other processes running: $(cat "$TMPD/$name.others"); CPU time stolen by the hypervisor: $(cat "$TMPD/$name.steal")%):"
 	echo
 	echo '```'
 	cat "$TMPD/$name.cmd"
@@ -318,6 +332,7 @@ section() { # section NAME TITLE [fence]
 	echo "- date: $START_DATE; took $((END_S - START_S)) s"
 	echo "- machine: $(nproc) CPUs ($cpu), $mem, kernel $(uname -r)"
 	echo "- load average (1, 5, 15 min): $LOAD_START at the start, $LOAD_END at the end (later figures include the benchmark's own threads)"
+	echo "- CPU time stolen by the hypervisor during the run (other guests on the same host; /proc/stat): $STEAL%"
 	echo "- other processes running during the measurements (sampled every second, outside this run): $(others_during "$START_S" "$END_S")"
 	if ! awk -v l="${LOAD_START%% *}" -v q="$quiet_load" 'BEGIN { exit !(l < q) }'; then
 		echo "- **NOTE: the machine was loaded when this run started (1-minute load average ${LOAD_START%% *} >= $quiet_load): other work shared the 2 CPUs, and every figure below is affected by it. Ratios within one table are more robust than absolute figures, but not immune.**"
