@@ -116,7 +116,7 @@ steal_pct() {
 	awk -v a="$1" -v b="$2" 'BEGIN {
 		n = split(a, x, " "); split(b, y, " ")
 		for (i = 1; i <= n; i++) t += y[i] - x[i]
-		printf "%.1f", t > 0 ? 100 * (y[8] - x[8]) / t : 0 }'
+		printf "%.1f", (t > 0 ? 100 * (y[8] - x[8]) / t : 0) }'
 }
 quiet_load=${BENCH_QUIET_LOAD:-0.5}
 is_quiet() { awk -v l="$(load1)" -v q="$quiet_load" 'BEGIN { exit !(l < q) }'; }
