@@ -91,8 +91,8 @@ BU_UNUSED static uint64_t bu_now_ns(void)
 
 BU_UNUSED static void bu_sleep_ns(uint64_t ns)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
-			      .tv_nsec = (long)(ns % 1000000000u)};
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -128,7 +128,7 @@ struct bu_stat {
 
 BU_UNUSED static struct bu_stat bu_stats(const double *v, int n)
 {
-	struct bu_stat s = {.med = NAN, .min = NAN, .max = NAN, .n = n};
+	struct bu_stat s = { .med = NAN, .min = NAN, .max = NAN, .n = n };
 	double *t;
 
 	if (n <= 0)
@@ -160,12 +160,12 @@ BU_UNUSED static long bu_parse_long(const char *opt, const char *s, long lo, lon
 /* ---- the options every workload program takes ------------------------------------------------ */
 
 struct bu_opts {
-	int reps;          /* --reps N; 0: the program's default */
-	double timeout;    /* --timeout SEC; 0: the program's default */
-	bool quick;        /* --quick */
-	const char *out;   /* --out FILE */
-	bool target;       /* --target: run as the measured target, internal */
-	int result_fd;     /* --result-fd N: the target's report pipe, internal */
+	int reps;	 /* --reps N; 0: the program's default */
+	double timeout;	 /* --timeout SEC; 0: the program's default */
+	bool quick;	 /* --quick */
+	const char *out; /* --out FILE */
+	bool target;	 /* --target: run as the measured target, internal */
+	int result_fd;	 /* --result-fd N: the target's report pipe, internal */
 };
 
 /* getopt_long values of the shared options; a program numbers its own from BU_OPT_OWN. */
@@ -179,13 +179,15 @@ enum {
 	BU_OPT_OWN,
 };
 
-#define BU_LONG_OPTS                                                   \
-	{"reps", required_argument, NULL, BU_OPT_REPS},                \
-	{"quick", no_argument, NULL, BU_OPT_QUICK},                    \
-	{"out", required_argument, NULL, BU_OPT_OUT},                  \
-	{"timeout", required_argument, NULL, BU_OPT_TIMEOUT},          \
-	{"target", no_argument, NULL, BU_OPT_TARGET},                  \
-	{"result-fd", required_argument, NULL, BU_OPT_RESULT_FD}
+#define BU_LONG_OPTS                                                                               \
+	{ "reps", required_argument, NULL, BU_OPT_REPS },                                          \
+	    { "quick", no_argument, NULL, BU_OPT_QUICK },                                          \
+	    { "out", required_argument, NULL, BU_OPT_OUT },                                        \
+	    { "timeout", required_argument, NULL, BU_OPT_TIMEOUT },                                \
+	    { "target", no_argument, NULL, BU_OPT_TARGET },                                        \
+	{                                                                                          \
+		"result-fd", required_argument, NULL, BU_OPT_RESULT_FD                             \
+	}
 
 BU_UNUSED static void bu_opts_init(struct bu_opts *o)
 {
@@ -541,7 +543,7 @@ BU_UNUSED static int bu_run_target(const struct bu_row *row, char *const *targs,
 	/* Read until "end" (the supervisor may hold the pipe open after the target exits), EOF
 	   (the target died: its status says why), or the deadline. */
 	while (!done) {
-		struct pollfd p = {.fd = res[0], .events = POLLIN};
+		struct pollfd p = { .fd = res[0], .events = POLLIN };
 		uint64_t now = bu_now_ns();
 		ssize_t n;
 		int r;

@@ -68,7 +68,7 @@ static atomic_int g_armed;
 static void *wait_one(void *arg)
 {
 	struct waiter *w = arg;
-	struct sembuf down = {.sem_num = w->num, .sem_op = -1, .sem_flg = 0};
+	struct sembuf down = { .sem_num = w->num, .sem_op = -1, .sem_flg = 0 };
 	int r;
 
 	w->tid = gettid();
@@ -111,7 +111,7 @@ static int run_point(int n, uint64_t *last, uint64_t *call, uint64_t *median)
 		goto fail;
 	}
 	for (int i = 0; i < n; i++) {
-		w[i] = (struct waiter){.id = id, .num = (unsigned short)i};
+		w[i] = (struct waiter){ .id = id, .num = (unsigned short)i };
 		if (pthread_create(&w[i].th, &attr, wait_one, &w[i]) != 0) {
 			bu_tmsg("pthread_create: waiter %d of %d failed (RLIMIT_NPROC, "
 				"kernel.threads-max, pid_max?)",
@@ -244,7 +244,7 @@ fail:
 
 static int target_main(const struct opts *o)
 {
-	struct bu_text t = {0};
+	struct bu_text t = { 0 };
 
 	bu_target_init("bulkwake", o->common.result_fd, o->common.timeout);
 	g_verbose = o->verbose;
@@ -386,12 +386,12 @@ enum {
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-	    {"waiters", required_argument, NULL, OPT_WAITERS},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"check", required_argument, NULL, OPT_CHECK},
-	    BU_LONG_OPTS,
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "waiters", required_argument, NULL, OPT_WAITERS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "check", required_argument, NULL, OPT_CHECK },
+		BU_LONG_OPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -440,7 +440,7 @@ int main(int argc, char **argv)
 	static struct cell cells[BU_MAX_ROWS][MAX_LIST];
 	struct bu_rows rows;
 	struct opts o;
-	bool failed[BU_MAX_ROWS] = {false};
+	bool failed[BU_MAX_ROWS] = { false };
 	char list[128], tobuf[32], rbuf[32];
 	int own, any_failed = 0, i1000 = -1, i4000 = -1;
 	uint64_t t_start;
@@ -461,15 +461,15 @@ int main(int argc, char **argv)
 
 	bu_format_list(o.waiters, o.nwaiters, list, sizeof(list));
 	snprintf(tobuf, sizeof(tobuf), "%.0f", o.common.timeout);
-	char *targs[] = {(char *)"--target",
-			 (char *)"--waiters",
-			 list,
-			 (char *)"--timeout",
-			 tobuf,
-			 (char *)"--check",
-			 o.check_all ? (char *)"all" : (char *)"sample",
-			 o.verbose ? (char *)"-v" : NULL,
-			 NULL};
+	char *targs[] = { (char *)"--target",
+			  (char *)"--waiters",
+			  list,
+			  (char *)"--timeout",
+			  tobuf,
+			  (char *)"--check",
+			  o.check_all ? (char *)"all" : (char *)"sample",
+			  o.verbose ? (char *)"-v" : NULL,
+			  NULL };
 
 	printf("### bulk wake-up: one semctl(SETALL) releases N waiters, each parked on its own "
 	       "semaphore of one set\n\n");
@@ -491,8 +491,8 @@ int main(int argc, char **argv)
 
 			if (failed[r])
 				continue;
-			bad =
-			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
+			bad = bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why,
+					    sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, &o, cells[r], why, sizeof(why));
 			if (bad < 0) {
@@ -554,8 +554,8 @@ int main(int argc, char **argv)
 
 		if (f == NULL)
 			bu_die("%s: %s", o.common.out, strerror(errno));
-		fprintf(f, "# bulkwake reps=%d cpus=%ld wake=SETALL waiters=threads\n", o.common.reps,
-			sysconf(_SC_NPROCESSORS_ONLN));
+		fprintf(f, "# bulkwake reps=%d cpus=%ld wake=SETALL waiters=threads\n",
+			o.common.reps, sysconf(_SC_NPROCESSORS_ONLN));
 		fprintf(f, "# row\tN\tlast_us\tlast_min_us\tlast_max_us\tcall_us\tmedian_waiter_us"
 			   "\tx_native\treps\n");
 		for (int r = 0; r < rows.n; r++) {

@@ -200,9 +200,10 @@ int main(int argc, char **argv)
 			reps = 3;
 			break;
 		default:
-			printf("usage: engine [--seconds S] [--reps N] [--quick] [--out FILE]\n"
-			       "Engine throughput (1 and 2 threads, own semaphore each, one set) and\n"
-			       "memory per set and per semaphore; medians of N runs.\n");
+			printf(
+			    "usage: engine [--seconds S] [--reps N] [--quick] [--out FILE]\n"
+			    "Engine throughput (1 and 2 threads, own semaphore each, one set) and\n"
+			    "memory per set and per semaphore; medians of N runs.\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -225,8 +226,9 @@ int main(int argc, char **argv)
 	printf("  2 threads, own semaphore each: %12.0f ops/s  (%.2fx one thread)\n", ops2,
 	       ops2 / ops1);
 	printf("  an empty namespace:            %8.0f bytes\n", b_ns);
-	printf("  32000 sets of 1 semaphore:     %8.0f bytes per set (%.1f MiB with the namespace)\n",
-	       b_set, (b_set * 32000 + b_ns) / 1048576);
+	printf(
+	    "  32000 sets of 1 semaphore:     %8.0f bytes per set (%.1f MiB with the namespace)\n",
+	    b_set, (b_set * 32000 + b_ns) / 1048576);
 	printf("  1 set of 32000 semaphores:     %8.1f bytes per semaphore (%.1f MiB with the "
 	       "namespace)\n",
 	       b_sem, (b_big + b_ns) / 1048576);

@@ -241,8 +241,8 @@ struct loop_cfg {
  */
 static int updown(int id, long n)
 {
-	struct sembuf up = {.sem_num = 0, .sem_op = 1, .sem_flg = 0};
-	struct sembuf down = {.sem_num = 0, .sem_op = -1, .sem_flg = 0};
+	struct sembuf up = { .sem_num = 0, .sem_op = 1, .sem_flg = 0 };
+	struct sembuf down = { .sem_num = 0, .sem_op = -1, .sem_flg = 0 };
 
 	for (long i = 0; i < n; i++) {
 		if (semop(id, &up, 1) < 0 || semop(id, &down, 1) < 0)
@@ -442,15 +442,15 @@ static void on_fatal(int sig)
 static int install_filter(uint32_t action, unsigned int flags)
 {
 	struct sock_filter f[] = {
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_semtimedop, 2, 0),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_semop, 1, 0),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	    BPF_STMT(BPF_RET | BPF_K, action),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_semtimedop, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_semop, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, action),
 	};
-	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
 	/* Without no_new_privs an unprivileged caller gets EACCES; as root it is harmless. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -461,15 +461,15 @@ static int install_filter(uint32_t action, unsigned int flags)
 static int send_fd(int sock, int fd)
 {
 	char data = 'L';
-	struct iovec iov = {.iov_base = &data, .iov_len = 1};
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *c;
 
 	memset(&u, 0, sizeof(u));
@@ -495,15 +495,15 @@ static int send_fd(int sock, int fd)
 static int recv_fd(int sock)
 {
 	char data;
-	struct iovec iov = {.iov_base = &data, .iov_len = 1};
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *c;
 	ssize_t n;
 	int fd;
@@ -666,9 +666,9 @@ static int notify_serve(struct run *r)
 			break;
 		} else if (flags & M_READ) {
 			struct sembuf sb;
-			struct iovec local = {.iov_base = &sb, .iov_len = sizeof(sb)};
-			struct iovec remote = {.iov_base = (void *)(uintptr_t)req->data.args[1],
-					       .iov_len = sizeof(sb)};
+			struct iovec local = { .iov_base = &sb, .iov_len = sizeof(sb) };
+			struct iovec remote = { .iov_base = (void *)(uintptr_t)req->data.args[1],
+						.iov_len = sizeof(sb) };
 			ssize_t n = process_vm_readv((pid_t)req->pid, &local, 1, &remote, 1, 0);
 
 			if (n == (ssize_t)sizeof(sb)) {
@@ -818,20 +818,23 @@ static int ptrace_serve(struct run *r)
 }
 
 static const struct mode builtin_modes[] = {
-    {"native", 0, NULL, NULL, NULL},
-    {"notify", M_NOTIFY, notify_setup, notify_serve, NULL},
-    {"notify+sync", M_NOTIFY | M_SYNC | M_SYNC_REQ, notify_setup, notify_serve, NULL},
-    {"notify+sync+read", M_NOTIFY | M_SYNC | M_READ | M_FLOOR, notify_setup, notify_serve, NULL},
-    {"notify+sync+read+idvalid", M_NOTIFY | M_SYNC | M_READ | M_IDVALID, notify_setup, notify_serve,
-     NULL},
-    {"ptrace", 0, ptrace_setup, ptrace_serve, NULL},
+	{ "native", 0, NULL, NULL, NULL },
+	{ "notify", M_NOTIFY, notify_setup, notify_serve, NULL },
+	{ "notify+sync", M_NOTIFY | M_SYNC | M_SYNC_REQ, notify_setup, notify_serve, NULL },
+	{ "notify+sync+read", M_NOTIFY | M_SYNC | M_READ | M_FLOOR, notify_setup, notify_serve,
+	  NULL },
+	{ "notify+sync+read+idvalid", M_NOTIFY | M_SYNC | M_READ | M_IDVALID, notify_setup,
+	  notify_serve, NULL },
+	{ "ptrace", 0, ptrace_setup, ptrace_serve, NULL },
 };
 #define N_BUILTIN (sizeof(builtin_modes) / sizeof(builtin_modes[0]))
 
 static struct loop_cfg loop_cfg_of(const struct opts *o)
 {
-	struct loop_cfg c = {
-	    .reps = o->reps, .calls = o->calls, .rep_time = o->rep_time, .warm_time = o->warm_time};
+	struct loop_cfg c = { .reps = o->reps,
+			      .calls = o->calls,
+			      .rep_time = o->rep_time,
+			      .warm_time = o->warm_time };
 
 	return c;
 }
@@ -1299,21 +1302,21 @@ enum {
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-	    {"reps", required_argument, NULL, OPT_REPS},
-	    {"rep-time", required_argument, NULL, OPT_REP_TIME},
-	    {"warm-time", required_argument, NULL, OPT_WARM_TIME},
-	    {"calls", required_argument, NULL, OPT_CALLS},
-	    {"quick", no_argument, NULL, OPT_QUICK},
-	    {"only", required_argument, NULL, OPT_ONLY},
-	    {"cpu-pin", optional_argument, NULL, OPT_CPU_PIN},
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"target-loop", no_argument, NULL, OPT_TARGET_LOOP},
-	    {"result-fd", required_argument, NULL, OPT_RESULT_FD},
-	    {"pin-cpu", required_argument, NULL, OPT_PIN_CPU},
-	    {NULL, 0, NULL, 0},
+		{ "reps", required_argument, NULL, OPT_REPS },
+		{ "rep-time", required_argument, NULL, OPT_REP_TIME },
+		{ "warm-time", required_argument, NULL, OPT_WARM_TIME },
+		{ "calls", required_argument, NULL, OPT_CALLS },
+		{ "quick", no_argument, NULL, OPT_QUICK },
+		{ "only", required_argument, NULL, OPT_ONLY },
+		{ "cpu-pin", optional_argument, NULL, OPT_CPU_PIN },
+		{ "out", required_argument, NULL, OPT_OUT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "target-loop", no_argument, NULL, OPT_TARGET_LOOP },
+		{ "result-fd", required_argument, NULL, OPT_RESULT_FD },
+		{ "pin-cpu", required_argument, NULL, OPT_PIN_CPU },
+		{ NULL, 0, NULL, 0 },
 	};
 	int reps = 0, c;
 	double rep_time = 0, warm_time = 0;

@@ -139,8 +139,8 @@ enum lock_kind {
 };
 
 static const char *const lock_names[NLOCKS] = {
-    [L_AMUTEX] = "amutex", [L_PTHREAD] = "pthread", [L_ADAPTIVE] = "adaptive_np",
-    [L_TAS] = "tas_spin",  [L_MCS] = "mcs_spin",
+	[L_AMUTEX] = "amutex", [L_PTHREAD] = "pthread", [L_ADAPTIVE] = "adaptive_np",
+	[L_TAS] = "tas_spin",  [L_MCS] = "mcs_spin",
 };
 
 struct shared {
@@ -258,13 +258,14 @@ static double run_once(enum lock_kind kind, int threads, unsigned cs_iters, unsi
 	struct shared *sh = shared_new();
 	struct worker w[MAX_THREADS];
 	pthread_t t[MAX_THREADS];
-	struct timespec d = {duration_ms / 1000, (long)(duration_ms % 1000) * 1000000};
+	struct timespec d = { duration_ms / 1000, (long)(duration_ms % 1000) * 1000000 };
 	uint64_t t0, t1, total = 0;
 
 	check(pthread_barrier_init(&sh->start, NULL, (unsigned)threads + 1), "barrier_init");
 	for (int i = 0; i < threads; i++) {
 		w[i] = (struct worker){
-		    .sh = sh, .kind = kind, .cs_iters = cs_iters, .out_iters = out_iters};
+			.sh = sh, .kind = kind, .cs_iters = cs_iters, .out_iters = out_iters
+		};
 		check(pthread_create(&t[i], NULL, worker_main, &w[i]), "pthread_create");
 	}
 	int r = pthread_barrier_wait(&sh->start);
@@ -467,32 +468,32 @@ static void plot(const char *dat, const char *png)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"quick", no_argument, NULL, 'q'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"runs", required_argument, NULL, 'r'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"short-cs", required_argument, NULL, 's'},
-	    {"long-cs", required_argument, NULL, 'l'},
-	    {"short-out", required_argument, NULL, 'S'},
-	    {"long-out", required_argument, NULL, 'L'},
-	    {"out", required_argument, NULL, 'o'},
-	    {"no-plot", no_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"locks", required_argument, NULL, 'k'},
-	    {NULL, 0, NULL, 0},
+		{ "quick", no_argument, NULL, 'q' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "short-cs", required_argument, NULL, 's' },
+		{ "long-cs", required_argument, NULL, 'l' },
+		{ "short-out", required_argument, NULL, 'S' },
+		{ "long-out", required_argument, NULL, 'L' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "no-plot", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "locks", required_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
-	    .use = {true, true, true, true, true},
-	    .duration_ms = 400,
-	    .runs = 5,
-	    .threads = {1, 2, 4, 8, 16},
-	    .nthreads = 5,
-	    .cs_ns = {50, 2000},
-	    .out_ns = {100, 2000},
-	    .out_dir = "bench/results",
-	    .plot = true,
+		.use = { true, true, true, true, true },
+		.duration_ms = 400,
+		.runs = 5,
+		.threads = { 1, 2, 4, 8, 16 },
+		.nthreads = 5,
+		.cs_ns = { 50, 2000 },
+		.out_ns = { 100, 2000 },
+		.out_dir = "bench/results",
+		.plot = true,
 	};
-	static const char *const cs_names[2] = {"short", "long"};
+	static const char *const cs_names[2] = { "short", "long" };
 	double tput[2][16][NLOCKS], unc[NLOCKS], per_us;
 	struct amutex_stats ast[2][16];
 	char dat[512], png[512];

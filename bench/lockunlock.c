@@ -51,8 +51,8 @@ struct shared {
 
 __attribute__((noreturn)) static void child(int id, int idx, long n, struct shared *sh, int go)
 {
-	struct sembuf lock = {.sem_num = 0, .sem_op = -1, .sem_flg = 0};
-	struct sembuf unlock = {.sem_num = 0, .sem_op = 1, .sem_flg = 0};
+	struct sembuf lock = { .sem_num = 0, .sem_op = -1, .sem_flg = 0 };
+	struct sembuf unlock = { .sem_num = 0, .sem_op = 1, .sem_flg = 0 };
 	char c;
 
 	/* Block until the target closes the write end: every child starts at once. */
@@ -77,7 +77,7 @@ __attribute__((noreturn)) static void child(int id, int idx, long n, struct shar
 static int run_point(int p, long pairs, uint64_t *ns)
 {
 	struct shared *sh;
-	union semun arg = {.val = 1};
+	union semun arg = { .val = 1 };
 	pid_t pids[MAX_P];
 	int id, go[2], ready[2], rc = 0, v, nc;
 	uint64_t t0, end = 0;
@@ -168,7 +168,7 @@ static int run_point(int p, long pairs, uint64_t *ns)
 
 static int target_main(const struct opts *o)
 {
-	struct bu_text t = {0};
+	struct bu_text t = { 0 };
 
 	bu_target_init("lockunlock", o->common.result_fd, o->common.timeout);
 	bu_raise_limits();
@@ -286,11 +286,11 @@ enum {
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-	    {"procs", required_argument, NULL, OPT_PROCS},
-	    {"pairs", required_argument, NULL, OPT_PAIRS},
-	    BU_LONG_OPTS,
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "procs", required_argument, NULL, OPT_PROCS },
+		{ "pairs", required_argument, NULL, OPT_PAIRS },
+		BU_LONG_OPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -332,7 +332,7 @@ int main(int argc, char **argv)
 	static struct cell cells[BU_MAX_ROWS][MAX_LIST];
 	struct bu_rows rows;
 	struct opts o;
-	bool failed[BU_MAX_ROWS] = {false};
+	bool failed[BU_MAX_ROWS] = { false };
 	char list[128], pairsbuf[32], tobuf[32], rbuf[32];
 	int own, any_failed = 0;
 	uint64_t t_start;
@@ -348,8 +348,8 @@ int main(int argc, char **argv)
 	bu_format_list(o.procs, o.nprocs, list, sizeof(list));
 	snprintf(pairsbuf, sizeof(pairsbuf), "%ld", o.pairs);
 	snprintf(tobuf, sizeof(tobuf), "%.0f", o.common.timeout);
-	char *targs[] = {(char *)"--target", (char *)"--procs",	  list,	 (char *)"--pairs",
-			 pairsbuf,	     (char *)"--timeout", tobuf, NULL};
+	char *targs[] = { (char *)"--target", (char *)"--procs",   list,  (char *)"--pairs",
+			  pairsbuf,	      (char *)"--timeout", tobuf, NULL };
 
 	printf("### lock/unlock: P processes, one semaphore as a mutex around counter++ in shared "
 	       "memory\n\n");
@@ -370,8 +370,8 @@ int main(int argc, char **argv)
 
 			if (failed[r])
 				continue;
-			bad =
-			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
+			bad = bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why,
+					    sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, &o, cells[r], why, sizeof(why));
 			if (bad < 0) {

@@ -60,7 +60,7 @@ enum {
 	NCASES
 };
 
-static const char *const case_names[NCASES] = {"sets", "bigset", "waiters"};
+static const char *const case_names[NCASES] = { "sets", "bigset", "waiters" };
 
 struct opts {
 	struct bu_opts common; /* --reps, --quick, --out, --timeout, --target, --result-fd */
@@ -79,8 +79,8 @@ struct opts {
 
 static int updown(int id, unsigned short num, long pairs)
 {
-	struct sembuf up = {.sem_num = num, .sem_op = 1, .sem_flg = 0};
-	struct sembuf down = {.sem_num = num, .sem_op = -1, .sem_flg = 0};
+	struct sembuf up = { .sem_num = num, .sem_op = 1, .sem_flg = 0 };
+	struct sembuf down = { .sem_num = num, .sem_op = -1, .sem_flg = 0 };
 
 	for (long i = 0; i < pairs; i++) {
 		if (semop(id, &up, 1) < 0 || semop(id, &down, 1) < 0)
@@ -160,7 +160,7 @@ static int time_probes(struct bu_text *t, struct probe *p, int n, const struct o
 static int time_calls(struct bu_text *t, const char *tag, int id, unsigned short num,
 		      const struct opts *o)
 {
-	struct probe p = {.tag = tag, .id = id, .num = num};
+	struct probe p = { .tag = tag, .id = id, .num = num };
 
 	return time_probes(t, &p, 1, o);
 }
@@ -271,7 +271,7 @@ static atomic_int g_armed;
 static void *wait_one(void *arg)
 {
 	struct waiter *w = arg;
-	struct sembuf down = {.sem_num = w->num, .sem_op = -1, .sem_flg = 0};
+	struct sembuf down = { .sem_num = w->num, .sem_op = -1, .sem_flg = 0 };
 	int r;
 
 	w->tid = gettid();
@@ -296,7 +296,7 @@ static int park_waiters(struct waiter *w, int n, int id, int *started)
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
-		w[i] = (struct waiter){.id = id, .num = (unsigned short)i};
+		w[i] = (struct waiter){ .id = id, .num = (unsigned short)i };
 		if (pthread_create(&w[i].th, &attr, wait_one, &w[i]) != 0) {
 			bu_tmsg("pthread_create: waiter %d of %d failed (RLIMIT_NPROC, "
 				"kernel.threads-max, pid_max?)",
@@ -345,7 +345,7 @@ static int park_waiters(struct waiter *w, int n, int id, int *started)
 static int release_waiters(struct waiter *w, int n, int id, int *started)
 {
 	unsigned short *ones = malloc(sizeof(*ones) * (size_t)n);
-	union semun arg = {.array = ones};
+	union semun arg = { .array = ones };
 	int rc = 0;
 
 	if (ones == NULL)
@@ -371,7 +371,7 @@ static int release_waiters(struct waiter *w, int n, int id, int *started)
 
 static int target_main(const struct opts *o)
 {
-	struct bu_text t = {0};
+	struct bu_text t = { 0 };
 	int small[SMALL_SETS], *built = NULL, nbuilt = 0, big = -1, wset = -1, started = 0;
 	struct waiter *w = NULL;
 	pid_t sup;
@@ -436,7 +436,7 @@ static int target_main(const struct opts *o)
 		/* Touch every semaphore, as a set in use would be. */
 		{
 			unsigned short *vals = calloc((size_t)o->nsems, sizeof(*vals));
-			union semun arg = {.array = vals};
+			union semun arg = { .array = vals };
 
 			if (vals == NULL || semctl(big, 0, SETALL, arg) < 0) {
 				bu_tmsg("semctl(SETALL): %s", strerror(errno));
@@ -462,8 +462,9 @@ static int target_main(const struct opts *o)
 
 	if (c == C_BIGSET) {
 		struct probe p[2] = {
-		    {.tag = "small", .id = small[0], .num = 0},
-		    {.tag = "large", .id = big, .num = (unsigned short)(o->nsems - 1)}};
+			{ .tag = "small", .id = small[0], .num = 0 },
+			{ .tag = "large", .id = big, .num = (unsigned short)(o->nsems - 1) }
+		};
 
 		if (time_probes(&t, p, 2, o) < 0)
 			goto out;
@@ -538,7 +539,7 @@ struct result {
 
 static int parse_report(char *rep, int c, struct result *res, char *why, size_t whysz)
 {
-	static const char *const tags[NP] = {"small", "large", "after"};
+	static const char *const tags[NP] = { "small", "large", "after" };
 	char *save = NULL, name[32];
 	bool have_case = false, have_rss = false;
 
@@ -682,20 +683,20 @@ enum {
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-	    {"cases", required_argument, NULL, OPT_CASES},
-	    {"sets", required_argument, NULL, OPT_SETS},
-	    {"nsems", required_argument, NULL, OPT_NSEMS},
-	    {"waiters", required_argument, NULL, OPT_WAITERS},
-	    {"rep-time", required_argument, NULL, OPT_REP_TIME},
-	    {"warm-time", required_argument, NULL, OPT_WARM_TIME},
-	    {"rss-pid", required_argument, NULL, OPT_RSS_PID},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"cpu-pin", required_argument, NULL, OPT_CPU_PIN},
-	    {"case", required_argument, NULL, OPT_CASE},
-	    {"target-rss-pid", required_argument, NULL, OPT_TARGET_RSS},
-	    BU_LONG_OPTS,
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "cases", required_argument, NULL, OPT_CASES },
+		{ "sets", required_argument, NULL, OPT_SETS },
+		{ "nsems", required_argument, NULL, OPT_NSEMS },
+		{ "waiters", required_argument, NULL, OPT_WAITERS },
+		{ "rep-time", required_argument, NULL, OPT_REP_TIME },
+		{ "warm-time", required_argument, NULL, OPT_WARM_TIME },
+		{ "rss-pid", required_argument, NULL, OPT_RSS_PID },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "cpu-pin", required_argument, NULL, OPT_CPU_PIN },
+		{ "case", required_argument, NULL, OPT_CASE },
+		{ "target-rss-pid", required_argument, NULL, OPT_TARGET_RSS },
+		BU_LONG_OPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	bool any_case = false;
 	int c;
@@ -910,8 +911,8 @@ int main(int argc, char **argv)
 				targs[na++] = (char *)"-v";
 			targs[na] = NULL;
 
-			bad =
-			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
+			bad = bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why,
+					    sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, c, &res[r][c], why, sizeof(why));
 			if (bad < 0) {
@@ -974,8 +975,8 @@ int main(int argc, char **argv)
 		fprintf(
 		    f,
 		    "# scale reps=%d rep_time=%g sets=%d nsems=%d waiters=%d cpus=%ld pin=\"%s\"\n",
-		    o.common.reps, o.rep_time, o.sets, o.nsems, o.waiters, sysconf(_SC_NPROCESSORS_ONLN),
-		    pinning);
+		    o.common.reps, o.rep_time, o.sets, o.nsems, o.waiters,
+		    sysconf(_SC_NPROCESSORS_ONLN), pinning);
 		fprintf(f,
 			"# row\tcase\tunits\tsmall_us\tlarge_us\tafter_us\tx_small\trss0_kib\trss1_"
 			"kib\tbytes_per_unit\tbuild_s\n");

@@ -55,9 +55,9 @@ static int make_points(const struct opts *o, struct point *p)
 	int n = 0;
 
 	for (int i = 0; i < o->nthreads; i++) {
-		p[n++] = (struct point){o->threads[i], 1};
+		p[n++] = (struct point){ o->threads[i], 1 };
 		if (o->threads[i] > 1)
-			p[n++] = (struct point){o->threads[i], o->threads[i]};
+			p[n++] = (struct point){ o->threads[i], o->threads[i] };
 	}
 	return n;
 }
@@ -78,8 +78,8 @@ static atomic_int g_stop;
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	struct sembuf up = {.sem_num = w->num, .sem_op = 1, .sem_flg = 0};
-	struct sembuf down = {.sem_num = w->num, .sem_op = -1, .sem_flg = 0};
+	struct sembuf up = { .sem_num = w->num, .sem_op = 1, .sem_flg = 0 };
+	struct sembuf down = { .sem_num = w->num, .sem_op = -1, .sem_flg = 0 };
 	uint64_t n = 0;
 
 	pthread_barrier_wait(&g_start);
@@ -116,7 +116,7 @@ static int run_point(const struct point *p, double seconds, uint64_t *ops, uint6
 		goto fail;
 	}
 	for (int i = 0; i < p->t; i++) {
-		w[i] = (struct worker){.id = id, .num = (unsigned short)(i % p->s)};
+		w[i] = (struct worker){ .id = id, .num = (unsigned short)(i % p->s) };
 		if (pthread_create(&w[i].th, &attr, work, &w[i]) != 0) {
 			bu_tmsg("pthread_create: thread %d of %d failed", i + 1, p->t);
 			/* the ones started are waiting at the barrier: nothing can release them */
@@ -169,7 +169,7 @@ fail:
 static int target_main(const struct opts *o)
 {
 	struct point pts[MAX_POINTS];
-	struct bu_text t = {0};
+	struct bu_text t = { 0 };
 	int np = make_points(o, pts);
 
 	bu_target_init("semop_multi", o->common.result_fd, o->common.timeout);
@@ -297,12 +297,12 @@ enum {
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-	    {"threads", required_argument, NULL, OPT_THREADS},
-	    {"seconds", required_argument, NULL, OPT_SECONDS},
-	    {"compare", required_argument, NULL, OPT_COMPARE},
-	    BU_LONG_OPTS,
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "seconds", required_argument, NULL, OPT_SECONDS },
+		{ "compare", required_argument, NULL, OPT_COMPARE },
+		BU_LONG_OPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	double seconds = 0;
 	int c;
@@ -360,7 +360,7 @@ int main(int argc, char **argv)
 	struct point pts[MAX_POINTS];
 	struct bu_rows rows;
 	struct opts o;
-	bool failed[BU_MAX_ROWS] = {false};
+	bool failed[BU_MAX_ROWS] = { false };
 	char list[128], rbuf[32], secbuf[32], repsbuf[16], tobuf[32];
 	int own, np, any_failed = 0, cmp_a = -1, cmp_b = -1;
 	uint64_t t_start;
@@ -386,14 +386,14 @@ int main(int argc, char **argv)
 	snprintf(secbuf, sizeof(secbuf), "%.9g", o.seconds);
 	snprintf(repsbuf, sizeof(repsbuf), "%d", o.common.reps);
 	snprintf(tobuf, sizeof(tobuf), "%.0f", o.common.timeout);
-	char *targs[] = {(char *)"--target",
-			 (char *)"--threads",
-			 list,
-			 (char *)"--seconds",
-			 secbuf,
-			 (char *)"--timeout",
-			 tobuf,
-			 NULL};
+	char *targs[] = { (char *)"--target",
+			  (char *)"--threads",
+			  list,
+			  (char *)"--seconds",
+			  secbuf,
+			  (char *)"--timeout",
+			  tobuf,
+			  NULL };
 
 	printf("### semop-multi: T threads, one set of S semaphores, thread i does +1/-1 on "
 	       "semaphore i mod S\n\n");
@@ -412,8 +412,8 @@ int main(int argc, char **argv)
 
 			if (failed[r])
 				continue;
-			bad =
-			    bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why, sizeof(why));
+			bad = bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why,
+					    sizeof(why));
 			if (bad == 0)
 				bad = parse_report(report, pts, np, cells[r], why, sizeof(why));
 			if (bad < 0) {

@@ -183,7 +183,7 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 	static const Semvisor__CallCounts none = SEMVISOR__CALL_COUNTS__INIT;
 	const Semvisor__CallCounts *c = s->calls ? s->calls : &none;
 	const Semvisor__LockStats *l = s->lock;
-	static const char *const limit_names[] = {"semmsl", "semmns", "semopm", "semmni"};
+	static const char *const limit_names[] = { "semmsl", "semmns", "semopm", "semmni" };
 
 	family(f, "semvisor_info", "gauge",
 	       "Always 1; the labels name the engine's lock and the control protocol version.");

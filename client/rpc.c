@@ -47,9 +47,9 @@ static void explain_denied(const char *path)
 
 int rpc_connect(struct rpc *r, const char *path, int timeout_ms)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-	*r = (struct rpc){.fd = -1, .path = path, .next_id = 1, .timeout_ms = timeout_ms};
+	*r = (struct rpc){ .fd = -1, .path = path, .next_id = 1, .timeout_ms = timeout_ms };
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "semvisorctl: socket path too long (at most %zu bytes): %s\n",
 			sizeof(sa.sun_path) - 1, path);
@@ -146,7 +146,7 @@ int rpc_recv(struct rpc *r, Semvisor__Reply **out, int timeout_ms)
 	for (;;) {
 		size_t plen;
 		int rc = ctl_frame_peek(r->buf, r->len, CTL_MAX_REPLY, &plen);
-		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
 		int64_t left;
 		ssize_t k;
 

@@ -204,7 +204,7 @@ static int cmd_clients(struct ctx *c)
 
 static int cmd_top(struct ctx *c)
 {
-	struct top_opts o = {.interval_ms = c->interval_ms, .count = c->count, .json = c->json};
+	struct top_opts o = { .interval_ms = c->interval_ms, .count = c->count, .json = c->json };
 
 	return top_run(&c->rpc, &o);
 }
@@ -310,83 +310,84 @@ static int cmd_limits(struct ctx *c)
 }
 
 static const struct cmd cmds[] = {
-    {"stats", cmd_stats, 0, O_JSON, "stats [--json]",
-     "Print the supervisor's counters since it started (or since the last reset):\n"
-     "calls by system call and by semctl command, errors by errno, operations that\n"
-     "waited and how their waits ended (woken, timed out, interrupted, rolled back\n"
-     "because the answer could not be delivered, kept), service time (notification\n"
-     "received to answered) and wait time as quantiles of log2 histograms (\"<= X\":\n"
-     "the bucket's upper bound), clients, lock contention (spins, sleeps, cancels),\n"
-     "and each namespace's sets, semaphores, waiters and limits.\n"
-     "\n"
-     "With --json: one object with the members server, calls, semctl_commands,\n"
-     "errors, waits, service_time, wait_time (count, median_le_ns, p99_le_ns,\n"
-     "buckets[{le_ns, count}], le_ns null for the open-ended last bucket), listeners,\n"
-     "processes_exited, lock and namespaces.\n"},
-    {"ipcs", cmd_ipcs, 0, O_JSON | O_NS, "ipcs [--ns NAME] [--json]",
-     "List the semaphore sets, as ipcs -s does, in every namespace (or only NAME):\n"
-     "NAMESPACE, KEY (hex), SEMID, OWNER, PERMS (octal), NSEMS, LAST-SEMOP and\n"
-     "LAST-CHANGE (local time; \"never\"). Namespaces are named ipc:[INODE] after the\n"
-     "IPC namespace of the programs served, or by the name semvisord was given.\n"
-     "\n"
-     "With --json: {\"sets\": [{namespace, id, key, key_hex, uid, owner, gid, group,\n"
-     "cuid, cgid, mode, perms, nsems, otime, ctime, lock_spun, lock_slept}]},\n"
-     "times in seconds since the epoch (0: never).\n"},
-    {"show", cmd_show, 1, O_JSON | O_NS, "show ID [--ns NAME] [--json]",
-     "Show set ID: its key, owner, creator, permissions and times, then one line per\n"
-     "semaphore: SEMNUM, VALUE, NCNT (waiting for it to grow), ZCNT (waiting for\n"
-     "zero), PID (the last process to operate on it, in the server's pid namespace),\n"
-     "OPS (completed operations on it), WAITS (operations that waited on it), and\n"
-     "its lock's contention. Ids are per namespace: when several namespaces have a\n"
-     "set ID, name one with --ns (the error lists them).\n"
-     "\n"
-     "With --json: {\"set\": {as in ipcs}, \"semaphores\": [{num, value, pid, ncnt,\n"
-     "zcnt, ops, waits, lock_spun, lock_slept}]}.\n"},
-    {"clients", cmd_clients, 0, O_JSON, "clients [--json]",
-     "List the clients served: each program tree started with semvisor-run and each\n"
-     "container, with its fixed namespace (if any), the calls received from it, its\n"
-     "calls waiting now, and whether its filter reports credential changes.\n"
-     "\n"
-     "With --json: {\"clients\": [{name, namespace, cred_traps, calls, parked}]}.\n"},
-    {"top", cmd_top, 0, O_JSON | O_INTERVAL | O_COUNT, "top [--interval SEC] [--count N] [--json]",
-     "A live view: totals and per-second rates of calls, waits, errors and lock\n"
-     "contention, service and wait time quantiles over everything and over the last\n"
-     "interval, namespaces, and the clients busiest over the last interval. On a\n"
-     "terminal the screen is redrawn every --interval seconds (default 2, from 0.1\n"
-     "to 3600) until q, Ctrl-C, or --count refreshes. When standard output is not a\n"
-     "terminal, --count snapshots (default 1) are printed one after another.\n"
-     "\n"
-     "  -i, --interval=SEC   seconds between snapshots\n"
-     "  -c, --count=N        stop after N snapshots\n"
-     "\n"
-     "With --json: one stats object (as stats --json) per line, per snapshot.\n"},
-    {"metrics", cmd_metrics, 0, 0, "metrics",
-     "Print every counter in the Prometheus text exposition format (version 0.0.4),\n"
-     "for node_exporter's textfile collector or any scraper: # HELP and # TYPE for\n"
-     "each family, counters ending in _total, durations in seconds, and the service\n"
-     "and wait time histograms as _bucket{le}, _sum and _count. The supervisor keeps\n"
-     "no exact sum of durations, so _sum is estimated from the buckets.\n"
-     "\n"
-     "Example: semvisorctl metrics > /var/lib/node_exporter/semvisor.prom.$$ &&\n"
-     "         mv /var/lib/node_exporter/semvisor.prom.$$ \\\n"
-     "            /var/lib/node_exporter/semvisor.prom\n"},
-    {"rm", cmd_rm, 1, O_JSON | O_NS, "rm ID [--ns NAME] [--json]",
-     "Remove set ID as ipcrm -s ID (semctl IPC_RMID) would, whoever owns it: every\n"
-     "operation waiting on it fails with EIDRM. When several namespaces have a set\n"
-     "ID, name one with --ns. Privileged: only root and the user the server runs as\n"
-     "(the socket's owner) may do this.\n"},
-    {"reset", cmd_reset, 0, O_JSON, "reset [--json]",
-     "Zero every counter: calls, errors, waits, histograms, and the per-set and\n"
-     "per-semaphore counters (stats then counts from now; uptime does not change).\n"
-     "Privileged: only root and the user the server runs as may do this.\n"},
-    {"limits", cmd_limits, 1, O_JSON | O_NS, "limits MSL,MNS,OPM,MNI [--ns NAME] [--json]",
-     "Set the semaphore limits, as writing /proc/sys/kernel/sem does: semaphores per\n"
-     "set (MSL), semaphores in all (MNS), operations per semop call (OPM), sets (MNI,\n"
-     "at most 32768). The first three must be at least 1. Without --ns they apply to\n"
-     "every namespace and to those created later. Sets that already exist are not\n"
-     "changed. Privileged: only root and the user the server runs as may do this.\n"
-     "\n"
-     "Example: semvisorctl limits 250,32000,32,128\n"},
+	{ "stats", cmd_stats, 0, O_JSON, "stats [--json]",
+	  "Print the supervisor's counters since it started (or since the last reset):\n"
+	  "calls by system call and by semctl command, errors by errno, operations that\n"
+	  "waited and how their waits ended (woken, timed out, interrupted, rolled back\n"
+	  "because the answer could not be delivered, kept), service time (notification\n"
+	  "received to answered) and wait time as quantiles of log2 histograms (\"<= X\":\n"
+	  "the bucket's upper bound), clients, lock contention (spins, sleeps, cancels),\n"
+	  "and each namespace's sets, semaphores, waiters and limits.\n"
+	  "\n"
+	  "With --json: one object with the members server, calls, semctl_commands,\n"
+	  "errors, waits, service_time, wait_time (count, median_le_ns, p99_le_ns,\n"
+	  "buckets[{le_ns, count}], le_ns null for the open-ended last bucket), listeners,\n"
+	  "processes_exited, lock and namespaces.\n" },
+	{ "ipcs", cmd_ipcs, 0, O_JSON | O_NS, "ipcs [--ns NAME] [--json]",
+	  "List the semaphore sets, as ipcs -s does, in every namespace (or only NAME):\n"
+	  "NAMESPACE, KEY (hex), SEMID, OWNER, PERMS (octal), NSEMS, LAST-SEMOP and\n"
+	  "LAST-CHANGE (local time; \"never\"). Namespaces are named ipc:[INODE] after the\n"
+	  "IPC namespace of the programs served, or by the name semvisord was given.\n"
+	  "\n"
+	  "With --json: {\"sets\": [{namespace, id, key, key_hex, uid, owner, gid, group,\n"
+	  "cuid, cgid, mode, perms, nsems, otime, ctime, lock_spun, lock_slept}]},\n"
+	  "times in seconds since the epoch (0: never).\n" },
+	{ "show", cmd_show, 1, O_JSON | O_NS, "show ID [--ns NAME] [--json]",
+	  "Show set ID: its key, owner, creator, permissions and times, then one line per\n"
+	  "semaphore: SEMNUM, VALUE, NCNT (waiting for it to grow), ZCNT (waiting for\n"
+	  "zero), PID (the last process to operate on it, in the server's pid namespace),\n"
+	  "OPS (completed operations on it), WAITS (operations that waited on it), and\n"
+	  "its lock's contention. Ids are per namespace: when several namespaces have a\n"
+	  "set ID, name one with --ns (the error lists them).\n"
+	  "\n"
+	  "With --json: {\"set\": {as in ipcs}, \"semaphores\": [{num, value, pid, ncnt,\n"
+	  "zcnt, ops, waits, lock_spun, lock_slept}]}.\n" },
+	{ "clients", cmd_clients, 0, O_JSON, "clients [--json]",
+	  "List the clients served: each program tree started with semvisor-run and each\n"
+	  "container, with its fixed namespace (if any), the calls received from it, its\n"
+	  "calls waiting now, and whether its filter reports credential changes.\n"
+	  "\n"
+	  "With --json: {\"clients\": [{name, namespace, cred_traps, calls, parked}]}.\n" },
+	{ "top", cmd_top, 0, O_JSON | O_INTERVAL | O_COUNT,
+	  "top [--interval SEC] [--count N] [--json]",
+	  "A live view: totals and per-second rates of calls, waits, errors and lock\n"
+	  "contention, service and wait time quantiles over everything and over the last\n"
+	  "interval, namespaces, and the clients busiest over the last interval. On a\n"
+	  "terminal the screen is redrawn every --interval seconds (default 2, from 0.1\n"
+	  "to 3600) until q, Ctrl-C, or --count refreshes. When standard output is not a\n"
+	  "terminal, --count snapshots (default 1) are printed one after another.\n"
+	  "\n"
+	  "  -i, --interval=SEC   seconds between snapshots\n"
+	  "  -c, --count=N        stop after N snapshots\n"
+	  "\n"
+	  "With --json: one stats object (as stats --json) per line, per snapshot.\n" },
+	{ "metrics", cmd_metrics, 0, 0, "metrics",
+	  "Print every counter in the Prometheus text exposition format (version 0.0.4),\n"
+	  "for node_exporter's textfile collector or any scraper: # HELP and # TYPE for\n"
+	  "each family, counters ending in _total, durations in seconds, and the service\n"
+	  "and wait time histograms as _bucket{le}, _sum and _count. The supervisor keeps\n"
+	  "no exact sum of durations, so _sum is estimated from the buckets.\n"
+	  "\n"
+	  "Example: semvisorctl metrics > /var/lib/node_exporter/semvisor.prom.$$ &&\n"
+	  "         mv /var/lib/node_exporter/semvisor.prom.$$ \\\n"
+	  "            /var/lib/node_exporter/semvisor.prom\n" },
+	{ "rm", cmd_rm, 1, O_JSON | O_NS, "rm ID [--ns NAME] [--json]",
+	  "Remove set ID as ipcrm -s ID (semctl IPC_RMID) would, whoever owns it: every\n"
+	  "operation waiting on it fails with EIDRM. When several namespaces have a set\n"
+	  "ID, name one with --ns. Privileged: only root and the user the server runs as\n"
+	  "(the socket's owner) may do this.\n" },
+	{ "reset", cmd_reset, 0, O_JSON, "reset [--json]",
+	  "Zero every counter: calls, errors, waits, histograms, and the per-set and\n"
+	  "per-semaphore counters (stats then counts from now; uptime does not change).\n"
+	  "Privileged: only root and the user the server runs as may do this.\n" },
+	{ "limits", cmd_limits, 1, O_JSON | O_NS, "limits MSL,MNS,OPM,MNI [--ns NAME] [--json]",
+	  "Set the semaphore limits, as writing /proc/sys/kernel/sem does: semaphores per\n"
+	  "set (MSL), semaphores in all (MNS), operations per semop call (OPM), sets (MNI,\n"
+	  "at most 32768). The first three must be at least 1. Without --ns they apply to\n"
+	  "every namespace and to those created later. Sets that already exist are not\n"
+	  "changed. Privileged: only root and the user the server runs as may do this.\n"
+	  "\n"
+	  "Example: semvisorctl limits 250,32000,32,128\n" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -482,17 +483,17 @@ static int parse_seconds(const char *s, uint32_t lo_ms, uint32_t hi_ms, uint32_t
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"ns", required_argument, NULL, 'n'},
-	    {"interval", required_argument, NULL, 'i'},
-	    {"count", required_argument, NULL, 'c'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
+		{ "socket", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "ns", required_argument, NULL, 'n' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct ctx c = {.timeout_ms = 10000, .interval_ms = 2000};
+	struct ctx c = { .timeout_ms = 10000, .interval_ms = 2000 };
 	unsigned given = 0;
 	bool help = false;
 	const struct cmd *cmd;

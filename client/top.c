@@ -157,7 +157,7 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 	const Semvisor__CallCounts *pc = p && p->calls ? p->calls : &none;
 	double dt = p && s->mono_ns > p->mono_ns ? (double)(s->mono_ns - p->mono_ns) / 1e9 : 0;
 	char when[32], name[128], ns[128];
-	struct winsize ws = {0};
+	struct winsize ws = { 0 };
 	int rows = 0, used = 0;
 	struct crow *cr;
 
@@ -256,7 +256,7 @@ int top_run(struct rpc *r, const struct top_opts *o)
 	Semvisor__Request req = SEMVISOR__REQUEST__INIT;
 	Semvisor__WatchRequest w = SEMVISOR__WATCH_REQUEST__INIT;
 	Semvisor__Reply *prev = NULL, *older = NULL;
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct sigaction sa = { .sa_handler = on_signal };
 	bool term = isatty(STDOUT_FILENO);
 	bool tty = term && !o->json; /* a screen to redraw */
 	uint32_t want = o->count ? o->count : (term ? 0 : 1), got = 0;
@@ -281,8 +281,8 @@ int top_run(struct rpc *r, const struct top_opts *o)
 		raw_enter();
 
 	while (!got_stop && (!want || got < want)) {
-		struct pollfd pfd[2] = {{.fd = r->fd, .events = POLLIN},
-					{.fd = STDIN_FILENO, .events = POLLIN}};
+		struct pollfd pfd[2] = { { .fd = r->fd, .events = POLLIN },
+					 { .fd = STDIN_FILENO, .events = POLLIN } };
 		/* a snapshot is due every interval: silence for long means the server is stuck */
 		int limit = (int)o->interval_ms * 3 + r->timeout_ms;
 		int n = poll(pfd, raw_on ? 2 : 1, limit);

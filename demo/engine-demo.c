@@ -17,8 +17,8 @@ static void deliver(const char *who, struct sv_wakeq *wq)
 	while ((w = sv_wakeq_pop(wq))) {
 		int r = sv_waiter_result(w);
 
-		printf("  %s completed the waiting %s: %s\n", who, (const char *)sv_waiter_cookie(w),
-		       r ? strerror(-r) : "success");
+		printf("  %s completed the waiting %s: %s\n", who,
+		       (const char *)sv_waiter_cookie(w), r ? strerror(-r) : "success");
 		sv_waiter_free(w);
 	}
 }
@@ -51,7 +51,8 @@ int main(void)
 	printf("SETALL {0, 1}: semaphore 0 is empty, semaphore 1 is a free lock\n");
 
 	r = sv_semtimedop(&consumer, (int)id, (uint64_t)(uintptr_t)&down, 1, 0, &park, &wq);
-	printf("consumer: semop(-1 on sem 0) -> %s\n", r == SV_PARKED ? "parked (would block)" : "?");
+	printf("consumer: semop(-1 on sem 0) -> %s\n",
+	       r == SV_PARKED ? "parked (would block)" : "?");
 	printf("  GETNCNT(0) = %ld\n", sv_semctl(&producer, (int)id, 0, SV_GETNCNT, 0, &wq));
 
 	r = sv_semtimedop(&producer, (int)id, (uint64_t)(uintptr_t)&up, 1, 0, &park, &wq);

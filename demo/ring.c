@@ -37,8 +37,8 @@ static void op(int id, unsigned short num, short delta, short flags)
 
 int main(void)
 {
-	long *counter = mmap(NULL, sizeof(long), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			     -1, 0);
+	long *counter =
+	    mmap(NULL, sizeof(long), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	/* semaphores 0..PROCS-1: the ring; PROCS: the mutex */
 	int id = semget(IPC_PRIVATE, PROCS + 1, 0600);
 	pid_t pids[PROCS + 1];
@@ -66,7 +66,7 @@ int main(void)
 		if (pids[p] == 0) {
 			for (int r = 0; r < ROUNDS; r++) {
 				op(id, (unsigned short)p, -1, 0); /* wait for the token */
-				op(id, PROCS, -1, SEM_UNDO);      /* mutex */
+				op(id, PROCS, -1, SEM_UNDO);	  /* mutex */
 				(*counter)++;
 				op(id, PROCS, 1, SEM_UNDO);
 				op(id, (unsigned short)((p + 1) % PROCS), 1, 0); /* pass it on */

@@ -39,11 +39,11 @@
 #include "notify/handoff.h"
 #include "notify/notify.h"
 
-#define EXIT_SELF      125 /* semvisor-run itself failed, as env(1) and timeout(1) */
-#define EXIT_CANNOT    126 /* the program was found but could not be run */
-#define EXIT_NOTFOUND  127
-#define DEFAULT_AGENT  "/run/semvisor/agent.sock"
-#define HANDOFF_MS     10000
+#define EXIT_SELF     125 /* semvisor-run itself failed, as env(1) and timeout(1) */
+#define EXIT_CANNOT   126 /* the program was found but could not be run */
+#define EXIT_NOTFOUND 127
+#define DEFAULT_AGENT "/run/semvisor/agent.sock"
+#define HANDOFF_MS    10000
 
 #ifndef SEMVISOR_VERSION
 #define SEMVISOR_VERSION "0.1"
@@ -55,48 +55,54 @@ struct options {
 	int workers;
 	bool have_limits;
 	struct sv_limits limits;
-	const char *daemon; /* agent socket, or NULL for an embedded supervisor */
+	const char *daemon;  /* agent socket, or NULL for an embedded supervisor */
 	const char *control; /* control socket to serve, or NULL */
 	char **argv;
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: semvisor-run [OPTION]... [--] PROGRAM [ARGUMENT]...\n"
-		"Run PROGRAM with its System V semaphores (semget, semop, semtimedop, semctl)\n"
-		"served by semvisor, with the semantics of the Linux kernel, instead of the\n"
-		"kernel's own. Everything PROGRAM starts is served too. Exit status, signals and\n"
-		"standard input and output pass through as if PROGRAM ran alone.\n"
-		"\n"
-		"  -v, --verbose          print one line per served call on standard error\n"
-		"      --stats            print a summary of what was served when PROGRAM exits\n"
-		"      --limits=MSL,MNS,OPM,MNI\n"
-		"                         semaphore limits, as /proc/sys/kernel/sem orders them:\n"
-		"                         per set, in all, per semop call, sets (at most 32768);\n"
-		"                         default: the host's /proc/sys/kernel/sem\n"
-		"      --workers=N        serve with N worker threads (default 1)\n"
-		"      --control=SOCKET   serve semvisorctl's control socket at SOCKET while the\n"
-		"                         supervisor runs\n"
-		"      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
-		"                         embedded supervisor; SOCKET defaults to\n"
-		"                         " DEFAULT_AGENT "\n"
-		"  -h, --help             show this help and exit\n"
-		"  -V, --version          show the version and exit\n"
-		"\n"
-		"With the embedded supervisor, semaphores live as long as a process of PROGRAM's\n"
-		"tree does; each IPC namespace PROGRAM uses has its own. With --daemon they are\n"
-		"shared with every other program semvisord serves in the same IPC namespace.\n"
-		"\n"
-		"Exit status: PROGRAM's (if it dies from a signal, semvisor-run dies from the same\n"
-		"signal); 125 if semvisor-run itself fails (for example when seccomp user\n"
-		"notification is unavailable, or another supervisor's filter is already installed\n"
-		"above); 126 if PROGRAM cannot be run; 127 if it is not found.\n");
+	fprintf(
+	    f, "Usage: semvisor-run [OPTION]... [--] PROGRAM [ARGUMENT]...\n"
+	       "Run PROGRAM with its System V semaphores (semget, semop, semtimedop, semctl)\n"
+	       "served by semvisor, with the semantics of the Linux kernel, instead of the\n"
+	       "kernel's own. Everything PROGRAM starts is served too. Exit status, signals and\n"
+	       "standard input and output pass through as if PROGRAM ran alone.\n"
+	       "\n"
+	       "  -v, --verbose          print one line per served call on standard error\n"
+	       "      --stats            print a summary of what was served when PROGRAM exits\n"
+	       "      --limits=MSL,MNS,OPM,MNI\n"
+	       "                         semaphore limits, as /proc/sys/kernel/sem orders them:\n"
+	       "                         per set, in all, per semop call, sets (at most 32768);\n"
+	       "                         default: the host's /proc/sys/kernel/sem\n"
+	       "      --workers=N        serve with N worker threads (default 1)\n"
+	       "      --control=SOCKET   serve semvisorctl's control socket at SOCKET while the\n"
+	       "                         supervisor runs\n"
+	       "      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
+	       "                         embedded supervisor; SOCKET defaults to\n"
+	       "                         " DEFAULT_AGENT "\n"
+	       "  -h, --help             show this help and exit\n"
+	       "  -V, --version          show the version and exit\n"
+	       "\n"
+	       "With the embedded supervisor, semaphores live as long as a process of PROGRAM's\n"
+	       "tree does; each IPC namespace PROGRAM uses has its own. With --daemon they are\n"
+	       "shared with every other program semvisord serves in the same IPC namespace.\n"
+	       "\n"
+	       "Exit status: PROGRAM's (if it dies from a signal, semvisor-run dies from the same\n"
+	       "signal); 125 if semvisor-run itself fails (for example when seccomp user\n"
+	       "notification is unavailable, or another supervisor's filter is already installed\n"
+	       "above); 126 if PROGRAM cannot be run; 127 if it is not found.\n");
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_STATS = 256, OPT_LIMITS, OPT_WORKERS, OPT_DAEMON, OPT_CONTROL };
+	enum {
+		OPT_STATS = 256,
+		OPT_LIMITS,
+		OPT_WORKERS,
+		OPT_DAEMON,
+		OPT_CONTROL
+	};
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "stats", no_argument, NULL, OPT_STATS },
@@ -350,7 +356,7 @@ static int connect_agent(const char *path, char *err, size_t errlen)
 }
 
 static void become_program(const struct options *o, int handoff, int errfd)
-	__attribute__((noreturn));
+    __attribute__((noreturn));
 static void become_program(const struct options *o, int handoff, int errfd)
 {
 	struct filter_opts fopts = { .trap_cred_changes = true };
@@ -380,7 +386,8 @@ static void become_program(const struct options *o, int handoff, int errfd)
 	pfd = (struct pollfd){ .fd = handoff, .events = POLLIN };
 	if (poll(&pfd, 1, HANDOFF_MS) != 1 || read(handoff, &ok, 1) != 1 || ok != 1)
 		report(errfd, EXIT_SELF, 0,
-		       o->daemon ? "semvisord did not accept the program" : "the supervisor failed");
+		       o->daemon ? "semvisord did not accept the program"
+				 : "the supervisor failed");
 	close(handoff);
 
 	execvp(o->argv[0], o->argv);
@@ -403,8 +410,8 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 
 static void forward_signals(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
-				    SIGWINCH };
+	static const int sigs[] = { SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+				    SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH };
 	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
 
 	sigemptyset(&sa.sa_mask);

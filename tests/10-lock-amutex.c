@@ -77,7 +77,7 @@ mini_check(bool ok, bool fatal, const char *file, int line, const char *what, co
 	static void mini_##suite##_##name(void);                                                   \
 	__attribute__((constructor)) static void mini_reg_##suite##_##name(void)                   \
 	{                                                                                          \
-		struct mini_test t = {#suite, #name, mini_##suite##_##name, __VA_ARGS__};          \
+		struct mini_test t = { #suite, #name, mini_##suite##_##name, __VA_ARGS__ };        \
 		if (mini_ntests < 64)                                                              \
 			mini_tests[mini_ntests++] = t;                                             \
 	}                                                                                          \
@@ -320,7 +320,7 @@ struct holder {
 static void *hold_until(void *arg)
 {
 	struct holder *h = arg;
-	struct timespec ms = {0, 1000000};
+	struct timespec ms = { 0, 1000000 };
 
 	amutex_lock(&h->m);
 	atomic_store(&h->held, 1);
@@ -364,7 +364,7 @@ static int contended_lock_how(long limit, enum hold_until until)
 
 Test(AMUTEX_TEST_SUITE, lock_reports_how)
 {
-	struct amutex m = {0};
+	struct amutex m = { 0 };
 
 	cr_expect_eq(amutex_lock(&m), AMUTEX_FAST);
 	amutex_unlock(&m);
@@ -380,7 +380,7 @@ Test(AMUTEX_TEST_SUITE, lock_reports_how)
 Test(AMUTEX_TEST_SUITE, stats_count_this_process)
 {
 	struct amutex_stats a, b;
-	struct amutex m = {0};
+	struct amutex m = { 0 };
 
 	amutex_stats_read(&a);
 	for (int i = 0; i < 1000; i++) {
@@ -458,7 +458,7 @@ static void work(unsigned n)
 static void *stress_worker(void *arg)
 {
 	struct stress *s = arg;
-	uint64_t rs = 0, how[3] = {0};
+	uint64_t rs = 0, how[3] = { 0 };
 	int id = atomic_fetch_add(&s->next_id, 1);
 	int r;
 
@@ -486,7 +486,7 @@ static void *stress_worker(void *arg)
 		if (s->yield_one_in && x % s->yield_one_in == 0) {
 			/* the holder leaves its CPU: waiters pile up in the queue */
 			if (s->mixed)
-				nanosleep(&(struct timespec){0, 20000}, NULL);
+				nanosleep(&(struct timespec){ 0, 20000 }, NULL);
 			else
 				sched_yield();
 		} else {
@@ -686,7 +686,7 @@ Test(AMUTEX_TEST_SUITE, nodes_recycled_after_thread_exit, .timeout = 120)
 
 Test(AMUTEX_TEST_SUITE, unlock_of_unlocked_aborts, .signal = SIGABRT)
 {
-	struct amutex m = {0};
+	struct amutex m = { 0 };
 
 	amutex_unlock(&m);
 }

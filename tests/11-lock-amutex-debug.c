@@ -43,7 +43,7 @@ Test(amutex_debug, unlock_by_non_owner_aborts, .signal = SIGABRT)
 
 Test(amutex_debug, relock_by_owner_aborts, .signal = SIGABRT)
 {
-	struct amutex m = {0};
+	struct amutex m = { 0 };
 
 	amutex_lock(&m);
 	amutex_lock(&m);
@@ -51,7 +51,7 @@ Test(amutex_debug, relock_by_owner_aborts, .signal = SIGABRT)
 
 Test(amutex_debug, owner_recorded)
 {
-	struct amutex m = {0};
+	struct amutex m = { 0 };
 
 	amutex_lock(&m);
 	cr_expect_eq(atomic_load(&m.owner), debug_self());

@@ -156,9 +156,20 @@ Test(engine_semget, requested_access_is_triplets_ored)
 		int flg;
 		int ok;
 	} cases[] = {
-		{ 0, 1 },     { 0400, 1 },  { 0040, 1 },  { 0004, 1 },  { 0444, 1 },
-		{ 0200, 0 },  { 0020, 0 },  { 0002, 0 },  { 0600, 0 },  { 0060, 0 },
-		{ 0006, 0 },  { 0100, 0 },  { 0001, 0 },  { 0500, 0 },
+		{ 0, 1 },
+		{ 0400, 1 },
+		{ 0040, 1 },
+		{ 0004, 1 },
+		{ 0444, 1 },
+		{ 0200, 0 },
+		{ 0020, 0 },
+		{ 0002, 0 },
+		{ 0600, 0 },
+		{ 0060, 0 },
+		{ 0006, 0 },
+		{ 0100, 0 },
+		{ 0001, 0 },
+		{ 0500, 0 },
 		/* bits above 0777 ask for nothing */
 		{ SV_IPC_NOWAIT | SV_IPC_EXCL | 0400, 1 },
 	};
@@ -167,8 +178,7 @@ Test(engine_semget, requested_access_is_triplets_ored)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		long r = get(owner, KEY, 0, cases[i].flg);
 
-		cr_assert_eq(r, cases[i].ok ? id : -EACCES, "semflg %#o: got %ld", cases[i].flg,
-			     r);
+		cr_assert_eq(r, cases[i].ok ? id : -EACCES, "semflg %#o: got %ld", cases[i].flg, r);
 	}
 	fx_caller_exit(owner, NULL);
 }

@@ -19,7 +19,7 @@
 
 #define NPROCS 8
 
-static struct fx_caller *root; /* pid 100, uid 0 */
+static struct fx_caller *root;	    /* pid 100, uid 0 */
 static struct fx_caller *P[NPROCS]; /* pids 1000.., uid 0: distinct processes */
 
 static void setup(void)
@@ -60,8 +60,8 @@ static void expect_vals(int id, int n, const int *want)
 			     fx_getval(root, id, i), want[i]);
 }
 
-#define EXPECT_VALS(id, ...)                                                                    \
-	expect_vals((id), (int)(sizeof((int[]){ __VA_ARGS__ }) / sizeof(int)),                   \
+#define EXPECT_VALS(id, ...)                                                                       \
+	expect_vals((id), (int)(sizeof((int[]){ __VA_ARGS__ }) / sizeof(int)),                     \
 		    (int[]){ __VA_ARGS__ })
 
 static struct sv_waiter *park(struct fx_caller *fc, int id, intptr_t cookie, unsigned int nsops,
@@ -96,8 +96,9 @@ static void expect_woken(struct sv_wakeq *wq, int n, const intptr_t *cookies, co
 			cr_assert_eq((intptr_t)sv_waiter_cookie(w[i]), cookies[i],
 				     "wake queue entry %d is waiter %ld, expected %ld", i,
 				     (long)(intptr_t)sv_waiter_cookie(w[i]), (long)cookies[i]);
-			cr_assert_eq(sv_waiter_result(w[i]), res[i], "waiter %ld: result %d, not %d",
-				     (long)cookies[i], sv_waiter_result(w[i]), res[i]);
+			cr_assert_eq(sv_waiter_result(w[i]), res[i],
+				     "waiter %ld: result %d, not %d", (long)cookies[i],
+				     sv_waiter_result(w[i]), res[i]);
 			cr_assert_eq(sv_waiter_cancel(w[i]), -EALREADY,
 				     "a completed waiter cannot be cancelled");
 		}
@@ -106,13 +107,13 @@ static void expect_woken(struct sv_wakeq *wq, int n, const intptr_t *cookies, co
 	cr_assert_eq(got, n, "%d waiters woken, expected %d", got, n);
 }
 
-#define EXPECT_WOKEN(wq, ...)                                                                   \
-	do {                                                                                     \
-		const intptr_t c_[] = { __VA_ARGS__ };                                           \
-		int r_[sizeof(c_) / sizeof(c_[0])];                                              \
-		for (size_t i_ = 0; i_ < sizeof(c_) / sizeof(c_[0]); i_++)                       \
-			r_[i_] = 0;                                                              \
-		expect_woken((wq), (int)(sizeof(c_) / sizeof(c_[0])), c_, r_);                   \
+#define EXPECT_WOKEN(wq, ...)                                                                      \
+	do {                                                                                       \
+		const intptr_t c_[] = { __VA_ARGS__ };                                             \
+		int r_[sizeof(c_) / sizeof(c_[0])];                                                \
+		for (size_t i_ = 0; i_ < sizeof(c_) / sizeof(c_[0]); i_++)                         \
+			r_[i_] = 0;                                                                \
+		expect_woken((wq), (int)(sizeof(c_) / sizeof(c_[0])), c_, r_);                     \
 	} while (0)
 
 static void expect_none(struct sv_wakeq *wq)
@@ -276,7 +277,9 @@ Test(engine_semop, only_nowait_and_undo_flags_count)
 Test(engine_semop, all_or_nothing)
 {
 	struct fx_caller *fc = fx_caller_new(fx_ns, 300, 0, 0);
-	struct sv_sembuf blocks[3] = { { 0, 1, SV_SEM_UNDO }, { 1, 2, 0 }, { 2, -1, SV_IPC_NOWAIT } };
+	struct sv_sembuf blocks[3] = { { 0, 1, SV_SEM_UNDO },
+				       { 1, 2, 0 },
+				       { 2, -1, SV_IPC_NOWAIT } };
 	struct sv_sembuf range[2] = { { 0, 1, SV_SEM_UNDO }, { 1, 1, 0 } };
 	struct fx_stat st;
 	int id = mkset(3);
@@ -729,7 +732,8 @@ Test(engine_semop, rmid_wakes_all_with_eidrm)
 {
 	int id = mkset(3), other = mkset(1);
 	struct sv_sembuf dec = { 0, -1, 0 }, zero = { 1, 0, 0 };
-	struct sv_sembuf cdec[2] = { { 0, -1, 0 }, { 2, -1, 0 } }, czero[2] = { { 1, 0, 0 }, { 2, 0, 0 } };
+	struct sv_sembuf cdec[2] = { { 0, -1, 0 }, { 2, -1, 0 } },
+			 czero[2] = { { 1, 0, 0 }, { 2, 0, 0 } };
 	struct sv_sembuf odec = { 0, -1, 0 }, oinc = { 0, 1, 0 };
 	struct sv_wakeq wq;
 	struct sv_ns_info info;
@@ -768,7 +772,9 @@ static int count_set(const struct sv_set_info *info, void *arg)
  */
 Test(engine_semop, shutdown_removes_every_set)
 {
-	enum { NSETS = 2000 };
+	enum {
+		NSETS = 2000
+	};
 	static int ids[NSETS];
 	struct sv_sembuf dec = { 0, -1, 0 };
 	struct sv_wakeq wq;
@@ -883,8 +889,8 @@ Test(engine_semop, completion_releases_earlier_waiter)
 	struct sv_sembuf inc0 = { 0, 1, 0 };
 	struct sv_wakeq wq;
 
-	park(P[0], id, 1, 1, &dec1);  /* waits for a unit on 1 */
-	park(P[1], id, 2, 2, move);   /* takes one from 0, gives one to 1 */
+	park(P[0], id, 1, 1, &dec1); /* waits for a unit on 1 */
+	park(P[1], id, 2, 2, move);  /* takes one from 0, gives one to 1 */
 	setval(id, 1, 0);
 	cr_assert_eq(op(root, id, &wq, 1, &inc0), 0);
 	/* the V ran 2, whose unit on 1 let 1 run: both inside the V */

@@ -30,8 +30,8 @@ time_t time(time_t *t)
 }
 
 /* A time stamp taken between lo and hi (time(NULL) before and after the call). */
-#define ASSERT_TIME(v, lo, hi, what)                                                            \
-	cr_assert((int64_t)(v) >= (int64_t)(lo) && (int64_t)(v) <= (int64_t)(hi),                 \
+#define ASSERT_TIME(v, lo, hi, what)                                                               \
+	cr_assert((int64_t)(v) >= (int64_t)(lo) && (int64_t)(v) <= (int64_t)(hi),                  \
 		  "%s %lld not in [%lld, %lld]", (what), (long long)(v), (long long)(lo),          \
 		  (long long)(hi))
 
@@ -96,10 +96,9 @@ static long ipc_set(struct fx_caller *fc, int id, uint32_t uid, uint32_t gid, ui
 	return ctl(fc, id, 0, SV_IPC_SET, PTR(ds));
 }
 
-static const int all_cmds[] = { SV_IPC_RMID, SV_IPC_SET,   SV_IPC_STAT,  SV_IPC_INFO,
-				SV_GETPID,   SV_GETVAL,    SV_GETALL,    SV_GETNCNT,
-				SV_GETZCNT,  SV_SETVAL,    SV_SETALL,    SV_SEM_STAT,
-				SV_SEM_INFO, SV_SEM_STAT_ANY };
+static const int all_cmds[] = { SV_IPC_RMID, SV_IPC_SET,  SV_IPC_STAT, SV_IPC_INFO,    SV_GETPID,
+				SV_GETVAL,   SV_GETALL,	  SV_GETNCNT,  SV_GETZCNT,     SV_SETVAL,
+				SV_SETALL,   SV_SEM_STAT, SV_SEM_INFO, SV_SEM_STAT_ANY };
 
 /* A6.1: semid < 0 is EINVAL for every command, IPC_INFO and SETVAL with a bad value included. */
 Test(engine_semctl, negative_semid)
@@ -121,9 +120,22 @@ Test(engine_semctl, negative_semid)
 /* A6.1: unknown commands, and IPC_64 is not stripped on x86_64. */
 Test(engine_semctl, unknown_commands)
 {
-	static const int bad[] = { 4, 5, 6, 7, 8, 9, 10, 21, 99, -1, 0x100 | SV_IPC_STAT,
-				   0x100 | SV_SEM_STAT, 0x100 | SV_GETVAL, 0x100 | SV_IPC_RMID,
-				   0x100 | SV_IPC_INFO, 0x100 | SV_SETVAL };
+	static const int bad[] = { 4,
+				   5,
+				   6,
+				   7,
+				   8,
+				   9,
+				   10,
+				   21,
+				   99,
+				   -1,
+				   0x100 | SV_IPC_STAT,
+				   0x100 | SV_SEM_STAT,
+				   0x100 | SV_GETVAL,
+				   0x100 | SV_IPC_RMID,
+				   0x100 | SV_IPC_INFO,
+				   0x100 | SV_SETVAL };
 	unsigned char buf[256] = { 0 };
 	int id = mkset_as(root, 2, 0600);
 
@@ -658,7 +670,8 @@ Test(engine_semctl, setall)
 	struct fx_caller *owner = user(300, 1000, 1000);
 	struct fx_caller *reader = user(301, 2000, 1000);
 	struct fx_caller *p = fx_caller_new(fx_ns, 1000, 0, 0);
-	struct sv_sembuf p_ops[3] = { { 0, 1, SV_SEM_UNDO }, { 1, 1, SV_SEM_UNDO },
+	struct sv_sembuf p_ops[3] = { { 0, 1, SV_SEM_UNDO },
+				      { 1, 1, SV_SEM_UNDO },
 				      { 2, 1, SV_SEM_UNDO } };
 	struct sv_sembuf zero = { 1, 0, 0 }, dec = { 2, -2, 0 };
 	uint16_t vals[3], bad[3] = { 1, 32768, 1 }, got[3];
@@ -674,7 +687,8 @@ Test(engine_semctl, setall)
 	cr_assert_eq(fx_getval(root, id, 0), 1, "ERANGE: nothing was set");
 	cr_assert_eq(fx_getpid(root, id, 0), 1000);
 
-	struct fx_caller *zw = fx_caller_new(fx_ns, 4000, 0, 0), *dw = fx_caller_new(fx_ns, 5000, 0, 0);
+	struct fx_caller *zw = fx_caller_new(fx_ns, 4000, 0, 0),
+			 *dw = fx_caller_new(fx_ns, 5000, 0, 0);
 
 	cr_assert_not_null(fx_park(zw, id, (void *)1, NULL, 1, &zero));
 	cr_assert_not_null(fx_park(dw, id, (void *)2, NULL, 1, &dec));

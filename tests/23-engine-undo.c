@@ -72,12 +72,12 @@ static void expect_vals(int id, int n, const int *want)
 	}
 }
 
-#define EXPECT_VALS(id, ...)                                                                    \
-	expect_vals((id), (int)(sizeof((int[]){ __VA_ARGS__ }) / sizeof(int)),                   \
+#define EXPECT_VALS(id, ...)                                                                       \
+	expect_vals((id), (int)(sizeof((int[]){ __VA_ARGS__ }) / sizeof(int)),                     \
 		    (int[]){ __VA_ARGS__ })
 
 /* Run one operation (one to four sops inline) that must succeed at once. */
-#define OK(fc, id, ...)                                                                          \
+#define OK(fc, id, ...)                                                                            \
 	cr_assert_eq(fx_semop((fc), (id), NULL, NULL, SOPS(__VA_ARGS__)), 0, "operation failed")
 
 static struct sv_waiter *park(struct fx_caller *fc, int id, intptr_t cookie, unsigned int nsops,

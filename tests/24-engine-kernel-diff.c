@@ -28,7 +28,7 @@
 
 #include "tests/lib/fixture.h"
 
-#define MAX_IDS  64
+#define MAX_IDS	 64
 #define MAX_NSEM 8
 
 static int undo_ops_done; /* child SEM_UNDO operations that succeeded: coverage */
@@ -117,8 +117,8 @@ static void become(struct ids *s, struct fx_caller *fc, uint32_t uid, uint32_t g
 	fc->cred.cap_sys_admin = uid == 0;
 }
 
-#define CHECK(what, kr, er)                                                                     \
-	cr_assert_eq((kr), (er), "seed %u step %d: %s: kernel %ld engine %ld", s->seed, s->step,  \
+#define CHECK(what, kr, er)                                                                        \
+	cr_assert_eq((kr), (er), "seed %u step %d: %s: kernel %ld engine %ld", s->seed, s->step,   \
 		     (what), (long)(kr), (long)(er))
 
 static int pick_id(struct ids *s)
@@ -180,12 +180,13 @@ static void rand_sops(struct ids *s, int id, struct sv_sembuf *sops, unsigned in
 	for (unsigned int i = 0; i < n; i++) {
 		int r = rnd(s, 40);
 
-		sops[i].sem_num = (uint16_t)(r ? rnd(s, nsems) : (r & 1 ? nsems : 1000 + rnd(s, 3)));
+		sops[i].sem_num =
+		    (uint16_t)(r ? rnd(s, nsems) : (r & 1 ? nsems : 1000 + rnd(s, 3)));
 		r = rnd(s, 30);
 		sops[i].sem_op = (int16_t)(r < 28 ? rnd(s, 6) - 2 : (r == 28 ? 32767 : -32767));
-		sops[i].sem_flg = (int16_t)((nowait ? SV_IPC_NOWAIT : 0) |
-					    (rnd(s, 3) == 0 ? SV_SEM_UNDO : 0) |
-					    (rnd(s, 10) == 0 ? 0x0200 : 0));
+		sops[i].sem_flg =
+		    (int16_t)((nowait ? SV_IPC_NOWAIT : 0) | (rnd(s, 3) == 0 ? SV_SEM_UNDO : 0) |
+			      (rnd(s, 10) == 0 ? 0x0200 : 0));
 	}
 }
 
@@ -268,10 +269,10 @@ static void compare_ds(struct ids *s, const unsigned char *k, const unsigned cha
 
 static void do_semctl(struct ids *s, struct fx_caller *fc)
 {
-	static const int cmds[] = { SV_IPC_STAT, SV_SEM_STAT, SV_SEM_STAT_ANY, SV_IPC_INFO,
-				    SV_SEM_INFO, SV_GETVAL, SV_GETPID, SV_GETNCNT,
-				    SV_GETZCNT, SV_GETALL, SV_SETVAL, SV_SETALL,
-				    SV_IPC_SET, SV_IPC_RMID, SV_IPC_STAT | 0x100, 99 };
+	static const int cmds[] = { SV_IPC_STAT, SV_SEM_STAT, SV_SEM_STAT_ANY,	   SV_IPC_INFO,
+				    SV_SEM_INFO, SV_GETVAL,   SV_GETPID,	   SV_GETNCNT,
+				    SV_GETZCNT,	 SV_GETALL,   SV_SETVAL,	   SV_SETALL,
+				    SV_IPC_SET,	 SV_IPC_RMID, SV_IPC_STAT | 0x100, 99 };
 	static const int vals[] = { -1, 0, 1, 2, 5, 32767, 32768, 3 };
 	static const uint32_t owners[] = { 0, 1000, 1002, (uint32_t)-1 };
 	unsigned char kbuf[128], ebuf[128];
@@ -289,7 +290,8 @@ static void do_semctl(struct ids *s, struct fx_caller *fc)
 	memset(kbuf, 0xa5, sizeof(kbuf));
 	memset(ebuf, 0xa5, sizeof(ebuf));
 	if (cmd == SV_SETVAL) {
-		karg = earg = (uint64_t)(uint32_t)vals[rnd(s, 8)] | (rnd(s, 4) ? 0 : 0xdead00000000ull);
+		karg = earg =
+		    (uint64_t)(uint32_t)vals[rnd(s, 8)] | (rnd(s, 4) ? 0 : 0xdead00000000ull);
 	} else if (cmd == SV_SETALL) {
 		uint16_t v[MAX_NSEM];
 
@@ -344,7 +346,8 @@ static void lower_or_set(struct ids *s, struct fx_caller *fc)
 		er = fx_semctl(fc, id, num, SV_SETVAL, (uint64_t)val, NULL);
 		CHECK("SETVAL", kr, er);
 	} else {
-		struct sv_sembuf sop = { (uint16_t)num, (int16_t)-(1 + rnd(s, 2)), SV_IPC_NOWAIT };
+		struct sv_sembuf sop = { (uint16_t)num, (int16_t) - (1 + rnd(s, 2)),
+					 SV_IPC_NOWAIT };
 
 		kr = k_semtimedop(id, &sop, 1, NULL);
 		er = fx_semop(fc, id, NULL, NULL, 1, &sop);

@@ -79,7 +79,7 @@ static void tsan_register(const char *name, void (*fn)(void))
 }
 
 __attribute__((format(printf, 4, 5))) static void tsan_check(bool ok, const char *file, int line,
-								const char *fmt, ...)
+							     const char *fmt, ...)
 {
 	va_list ap;
 
@@ -94,20 +94,20 @@ __attribute__((format(printf, 4, 5))) static void tsan_check(bool ok, const char
 }
 
 #define TestSuite(...)
-#define Test(suite, name)                                                                       \
-	static void test_##name(void);                                                           \
-	__attribute__((constructor)) static void register_##name(void)                          \
-	{                                                                                        \
-		tsan_register(#name, test_##name);                                               \
-	}                                                                                        \
+#define Test(suite, name)                                                                          \
+	static void test_##name(void);                                                             \
+	__attribute__((constructor)) static void register_##name(void)                             \
+	{                                                                                          \
+		tsan_register(#name, test_##name);                                                 \
+	}                                                                                          \
 	static void test_##name(void)
-#define cr_assert(cond, ...)      tsan_check(!!(cond), __FILE__, __LINE__, " " __VA_ARGS__)
-#define cr_assert_eq(a, b, ...)   cr_assert((a) == (b), __VA_ARGS__)
-#define cr_assert_gt(a, b, ...)   cr_assert((a) > (b), __VA_ARGS__)
-#define cr_assert_geq(a, b, ...)  cr_assert((a) >= (b), __VA_ARGS__)
+#define cr_assert(cond, ...)	   tsan_check(!!(cond), __FILE__, __LINE__, " " __VA_ARGS__)
+#define cr_assert_eq(a, b, ...)	   cr_assert((a) == (b), __VA_ARGS__)
+#define cr_assert_gt(a, b, ...)	   cr_assert((a) > (b), __VA_ARGS__)
+#define cr_assert_geq(a, b, ...)   cr_assert((a) >= (b), __VA_ARGS__)
 #define cr_assert_not_null(p, ...) cr_assert((p) != NULL, __VA_ARGS__)
-#define cr_log_info(...)          (fprintf(stderr, "[----] " __VA_ARGS__), fputc('\n', stderr))
-#define cr_log_warn(...)          (fprintf(stderr, "[WARN] " __VA_ARGS__), fputc('\n', stderr))
+#define cr_log_info(...)	   (fprintf(stderr, "[----] " __VA_ARGS__), fputc('\n', stderr))
+#define cr_log_warn(...)	   (fprintf(stderr, "[WARN] " __VA_ARGS__), fputc('\n', stderr))
 
 /*
  * liburcu is not instrumented, so TSan cannot see the ordering its grace periods provide:
@@ -200,7 +200,7 @@ struct worker {
 	struct fx_caller *fc;
 	struct mailbox mb;
 	uint64_t rng;
-	bool undo;           /* its operations carry SEM_UNDO */
+	bool undo;	      /* its operations carry SEM_UNDO */
 	long delta[MAX_SEMS]; /* sum of sem_op over its applied operations */
 	long held[MAX_SEMS];  /* units it took and has not given back */
 	long applied, parked, timeouts, rolled_back, rollback_erange, delivered;
@@ -211,7 +211,7 @@ struct run {
 	int nsems;
 	int nworkers;
 	int rollback_pm; /* per mille of deliveries declared failed */
-	int wait_ms;     /* how long an owner waits before cancelling */
+	int wait_ms;	 /* how long an owner waits before cancelling */
 	long iters;
 	struct worker w[MAX_WORKERS];
 	void (*body)(struct worker *);
@@ -844,8 +844,7 @@ static void switch_body(struct worker *self)
 
 			if (OP(self, { a, 2, 0 }, { b, 1, 0 }))
 				fail("complex increment failed");
-			if (it % 64 &&
-			    OP(self, { b, -1, SV_IPC_NOWAIT }, { a, -2, SV_IPC_NOWAIT }))
+			if (it % 64 && OP(self, { b, -1, SV_IPC_NOWAIT }, { a, -2, SV_IPC_NOWAIT }))
 				fail("complex decrement on %d, %d: an update was lost", a, b);
 		}
 		break;
@@ -936,7 +935,8 @@ static void pair_body(struct worker *self)
 		for (long it = 0; it < run->iters; it++) {
 			if (OP(self, { 0, 2, 0 }, { 1, 1, 0 }))
 				fail("complex increment failed");
-			if (it % 1024 && OP(self, { 1, -1, SV_IPC_NOWAIT }, { 0, -2, SV_IPC_NOWAIT }))
+			if (it % 1024 &&
+			    OP(self, { 1, -1, SV_IPC_NOWAIT }, { 0, -2, SV_IPC_NOWAIT }))
 				fail("complex decrement: an update was lost");
 			for (int k = 0; k < 15; k++)
 				if (OP(self, { 1, 1, 0 }) || OP(self, { 1, -1, SV_IPC_NOWAIT }))
@@ -972,7 +972,6 @@ Test(engine_stress, simple_complex_switch_two_workers)
 	free(run);
 }
 
-
 /*
  * While a complex operation stays parked, every simple decrement that waits sits in the set's
  * merged queue, and the set must stay in complex mode, so that the two independent token rings
@@ -983,7 +982,8 @@ static void two_rings_body(struct worker *self)
 {
 	struct run *run = self->run;
 	uint16_t base = self->idx < 2 ? 0 : 3;
-	uint16_t me = (uint16_t)(base + self->idx % 2), next = (uint16_t)(base + (self->idx + 1) % 2);
+	uint16_t me = (uint16_t)(base + self->idx % 2),
+		 next = (uint16_t)(base + (self->idx + 1) % 2);
 
 	for (long it = 0; it < run->iters; it++) {
 		while (OP(self, { me, -1, 0 }))

@@ -53,16 +53,16 @@ static int listener = -1;
 static int get_listener(void)
 {
 	struct sock_filter code[] = {
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getpgid, 0, 3),
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAGIC_PID, 0, 1),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getpgid, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAGIC_PID, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
+	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
 
 	if (listener >= 0)
 		return listener;
@@ -122,8 +122,8 @@ static void send_raw(int sock, const char *data, size_t len, const int *fds, int
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(64 * sizeof(int))];
 	} ctl;
-	struct iovec iov = {(void *)data, len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct iovec iov = { (void *)data, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
 
 	if (nfds) {
@@ -147,7 +147,7 @@ static void send_raw(int sock, const char *data, size_t len, const int *fds, int
 
 static void sleep_ms(int ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	nanosleep(&ts, NULL);
 }
@@ -368,12 +368,12 @@ Test(handoff, parse_string_limits)
 		size_t off, max;
 		bool in_state;
 	} f[] = {
-	    {"id", "state.id", offsetof(struct ho_info, id), sizeof(((struct ho_info *)0)->id) - 1,
-	     true},
-	    {"bundle", "state.bundle", offsetof(struct ho_info, bundle),
-	     sizeof(((struct ho_info *)0)->bundle) - 1, true},
-	    {"metadata", "metadata", offsetof(struct ho_info, metadata),
-	     sizeof(((struct ho_info *)0)->metadata) - 1, false},
+		{ "id", "state.id", offsetof(struct ho_info, id),
+		  sizeof(((struct ho_info *)0)->id) - 1, true },
+		{ "bundle", "state.bundle", offsetof(struct ho_info, bundle),
+		  sizeof(((struct ho_info *)0)->bundle) - 1, true },
+		{ "metadata", "metadata", offsetof(struct ho_info, metadata),
+		  sizeof(((struct ho_info *)0)->metadata) - 1, false },
 	};
 	char json[2048], val[1024], err[256];
 	struct ho_info info;
@@ -428,132 +428,135 @@ struct bad {
 	}
 
 static const struct bad bad_inputs[] = {
-    /* not an object, or nothing */
-    BAD("", "the message is empty at byte 0"),
-    BAD("  \n", "the message is empty at byte 3"),
-    BAD("[]", "not a JSON object at byte 0"),
-    BAD("\"pid\"", "not a JSON object"),
-    BAD("null", "not a JSON object"),
-    /* truncated */
-    BAD("{", "ends inside an object at byte 1"),
-    BAD(OK_HEAD, "ends inside an object at byte 28"),
-    BAD(OK_HEAD ",", "ends inside an object at byte 29"),
-    BAD(OK_HEAD ",\"x\":", "ends where a value should be at byte 33"),
-    BAD(OK_HEAD ",\"x\":\"abc", "ends inside a string (begun at byte 33) at byte 37"),
-    BAD(OK_HEAD ",\"x\":\"abc\\", "ends inside an escape at byte 37"),
-    BAD(OK_HEAD ",\"x\":\"\\u12", "\\u must be followed by four hex digits at byte 34"),
-    BAD(OK_HEAD ",\"x\":[1,", "ends inside an array"),
-    BAD(OK_HEAD ",\"x\":tru}", "invalid literal (expected true) at byte 33"),
-    BAD(OK_HEAD ",\"x\":-}", "a number has no digits at byte 33"),
-    /* grammar */
-    BAD(OK_HEAD ",}", "expected a key (a string) in an object, found '}' at byte 29"),
-    BAD(OK_HEAD ",\"x\" 1}", "expected ':' after a key, found '1'"),
-    BAD(OK_HEAD " \"x\":1}", "expected ',' or '}' in an object, found '\"' at byte 29"),
-    BAD(OK_HEAD ",\"x\":[1 2]}", "expected ',' or ']' in an array, found '2'"),
-    BAD(OK_HEAD ",\"x\":[1,]}", "expected a value, found ']'"),
-    BAD(OK_HEAD ",'x':1}", "expected a key (a string) in an object, found '''"),
-    BAD(OK_HEAD ",\"x\":'a'}", "expected a value, found '''"),
-    BAD(OK_HEAD "/* c */}", "expected ',' or '}' in an object, found '/'"),
-    BAD(OK_HEAD ",\"x\":01}", "leading zero at byte 33"),
-    BAD(OK_HEAD ",\"x\":+1}", "expected a value, found '+'"),
-    BAD(OK_HEAD ",\"x\":.5}", "expected a value, found '.'"),
-    BAD(OK_HEAD ",\"x\":1.}", "no digits after its decimal point"),
-    BAD(OK_HEAD ",\"x\":1e}", "no digits in its exponent"),
-    BAD(OK_HEAD ",\"x\":0x10}", "expected ',' or '}' in an object, found 'x'"),
-    BAD(OK_HEAD ",\"x\":NaN}", "expected a value, found 'N'"),
-    BAD(OK_HEAD ",\"x\":nul}", "invalid literal (expected null)"),
-    /* trailing garbage */
-    BAD(OK_HEAD "} x", "more data follows the end of the object at byte 30"),
-    BAD(OK_HEAD "}{}", "more data follows the end of the object at byte 29"),
-    BAD(OK_HEAD "}}", "more data follows"),
-    BADN(OK_HEAD "}\0", "more data follows the end of the object at byte 29"),
-    /* NUL bytes and control characters */
-    BADN(OK_HEAD ",\"x\":\"a\0b\"}", "control character 0x00 inside a string at byte 35"),
-    BADN(OK_HEAD ",\0\"x\":1}", "expected a key (a string) in an object, found 0x00 at byte 29"),
-    BAD(OK_HEAD ",\"x\":\"a\nb\"}", "control character 0x0a inside a string"),
-    BAD(OK_HEAD ",\"x\":\"\x1f\"}", "control character 0x1f"),
-    BAD(OK_HEAD ",\"metadata\":\"a\\u0000b\"}", "\"metadata\" contains a NUL character"),
-    BAD(OK_HEAD ",\"state\":{\"id\":\"\\u0000\"}}", "\"state.id\" contains a NUL character"),
-    /* escapes */
-    BAD(OK_HEAD ",\"x\":\"\\x41\"}", "invalid escape \\ followed by 'x' at byte 34"),
-    BAD(OK_HEAD ",\"x\":\"\\U0041\"}", "invalid escape \\ followed by 'U'"),
-    BAD(OK_HEAD ",\"x\":\"\\'\"}", "invalid escape \\ followed by '''"),
-    BAD(OK_HEAD ",\"x\":\"\\uZZZZ\"}", "four hex digits at byte 34"),
-    BAD(OK_HEAD ",\"x\":\"\\u12G4\"}", "four hex digits"),
-    BAD(OK_HEAD ",\"x\":\"\\ud800\"}", "\\ud800 is a high surrogate not followed by a low one"),
-    BAD(OK_HEAD ",\"x\":\"\\ud800\\u0041\"}", "high surrogate not followed by a low one"),
-    BAD(OK_HEAD ",\"x\":\"\\ud800\\ud800\"}", "high surrogate not followed by a low one"),
-    BAD(OK_HEAD ",\"x\":\"\\udc00\"}",
-	"\\udc00 is a low surrogate without a high one before it at byte 34"),
-    BAD(OK_HEAD ",\"x\":\"\\ude00\\ud83d\"}", "low surrogate without a high one"),
-    /* raw bytes that are not UTF-8 */
-    BAD(OK_HEAD ",\"x\":\"\x80\"}", "invalid UTF-8 inside a string at byte 34"),
-    BAD(OK_HEAD ",\"x\":\"\xc0\xaf\"}", "invalid UTF-8"),	  /* overlong '/' */
-    BAD(OK_HEAD ",\"x\":\"\xe0\x80\xaf\"}", "invalid UTF-8"),	  /* overlong */
-    BAD(OK_HEAD ",\"x\":\"\xed\xa0\x80\"}", "invalid UTF-8"),	  /* surrogate */
-    BAD(OK_HEAD ",\"x\":\"\xf4\x90\x80\x80\"}", "invalid UTF-8"), /* > U+10FFFF */
-    BAD(OK_HEAD ",\"x\":\"\xf8\x88\x80\x80\x80\"}", "invalid UTF-8"),
-    BAD(OK_HEAD ",\"x\":\"\xe2\x82\"}", "invalid UTF-8"), /* cut short */
-    BAD(OK_HEAD ",\"x\":\"\xff\"}", "invalid UTF-8"),
-    BAD(OK_HEAD ",\"\xc3\"}", "invalid UTF-8"),
-    /* wrong types */
-    BAD("{\"pid\":\"1\",\"fds\":[\"seccompFd\"]}",
-	"\"pid\" must be a number, not a string at byte 7"),
-    BAD("{\"pid\":true,\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not a boolean"),
-    BAD("{\"pid\":[1],\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not an array"),
-    BAD("{\"pid\":{},\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not an object"),
-    BAD("{\"pid\":1,\"fds\":\"seccompFd\"}", "\"fds\" must be an array, not a string"),
-    BAD("{\"pid\":1,\"fds\":{\"seccompFd\":0}}",
-	"\"fds\" must be an array of strings, not an object"),
-    BAD("{\"pid\":1,\"fds\":[0]}", "fds[0] is not a string at byte 16"),
-    BAD("{\"pid\":1,\"fds\":[\"a\",null]}", "fds[1] is not a string"),
-    BAD("{\"pid\":1,\"fds\":[[\"seccompFd\"]]}", "fds[0] is not a string"),
-    BAD(OK_HEAD ",\"metadata\":5}", "\"metadata\" must be a string, not a number"),
-    BAD(OK_HEAD ",\"metadata\":{}}", "\"metadata\" must be a string, not an object"),
-    BAD(OK_HEAD ",\"state\":\"x\"}", "\"state\" must be an object, not a string"),
-    BAD(OK_HEAD ",\"state\":[]}", "\"state\" must be an object, not an array"),
-    BAD(OK_HEAD ",\"state\":{\"id\":5}}", "\"state.id\" must be a string, not a number"),
-    BAD(OK_HEAD ",\"state\":{\"bundle\":false}}",
-	"\"state.bundle\" must be a string, not a boolean"),
-    BAD("{\"fds\":[\"seccompFd\"],\"state\":{\"pid\":\"5\"}}", "\"state.pid\" must be a number"),
-    /* numbers that are no pid */
-    BAD("{\"pid\":2147483648,\"fds\":[\"seccompFd\"]}",
-	"\"pid\" is not a process id (1 to 2147483647) at byte 7"),
-    BAD("{\"pid\":99999999999999999999999999999,\"fds\":[\"seccompFd\"]}",
-	"\"pid\" is not a process id"),
-    BAD("{\"pid\":-1,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
-    BAD("{\"pid\":-2147483649,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
-    BAD("{\"pid\":0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
-    BAD("{\"pid\":-0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
-    BAD("{\"pid\":1.5,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer at byte 7"),
-    BAD("{\"pid\":1234.0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer"),
-    BAD("{\"pid\":1e3,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer"),
-    BAD("{\"fds\":[\"seccompFd\"],\"state\":{\"pid\":0}}", "\"state.pid\" is not a process id"),
-    /* duplicate keys we read */
-    BAD(OK_HEAD ",\"pid\":2}", "\"pid\" appears twice at byte 29"),
-    BAD("{\"pid\":null,\"pid\":2,\"fds\":[\"seccompFd\"]}", "\"pid\" appears twice"),
-    BAD(OK_HEAD ",\"fds\":[\"seccompFd\"]}", "\"fds\" appears twice"),
-    BAD(OK_HEAD ",\"metadata\":\"a\",\"metadata\":\"b\"}", "\"metadata\" appears twice"),
-    BAD(OK_HEAD ",\"state\":{},\"state\":{}}", "\"state\" appears twice"),
-    BAD(OK_HEAD ",\"state\":{\"id\":\"a\",\"id\":\"b\"}}", "\"state.id\" appears twice"),
-    BAD(OK_HEAD ",\"state\":{\"bundle\":\"a\",\"bundle\":\"a\"}}",
-	"\"state.bundle\" appears twice"),
-    BAD(OK_HEAD ",\"state\":{\"pid\":1,\"pid\":1}}", "\"state.pid\" appears twice"),
-    BAD(OK_HEAD ",\"p\\u0069d\":2}", "\"pid\" appears twice"),
-    BAD("{\"pid\":1,\"fds\":[\"seccompFd\",\"seccompFd\"]}",
-	"fds names \"seccompFd\" twice at byte 28"),
-    /* what must be there */
-    BAD("{\"pid\":1}", "names no \"seccompFd\" in \"fds\""),
-    BAD("{\"pid\":1,\"fds\":[]}", "names no \"seccompFd\""),
-    BAD("{\"pid\":1,\"fds\":null}", "names no \"seccompFd\""),
-    BAD("{\"pid\":1,\"fds\":[\"seccompfd\",\"seccompFd \",\"seccompFd\\u0000\"]}",
-	"names no \"seccompFd\""),
-    BAD("{\"fds\":[\"seccompFd\"]}", "has neither \"pid\" nor \"state.pid\""),
-    BAD("{\"fds\":[\"seccompFd\"],\"state\":{\"annotations\":{\"pid\":1}}}", "has neither"),
-    BAD("{\"pid\":1,\"fds\":[\"0\",\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\","
-	"\"11\","
-	"\"12\",\"13\",\"14\",\"15\",\"seccompFd\"]}",
-	"fds names more than 16 descriptors at byte 86"),
+	/* not an object, or nothing */
+	BAD("", "the message is empty at byte 0"),
+	BAD("  \n", "the message is empty at byte 3"),
+	BAD("[]", "not a JSON object at byte 0"),
+	BAD("\"pid\"", "not a JSON object"),
+	BAD("null", "not a JSON object"),
+	/* truncated */
+	BAD("{", "ends inside an object at byte 1"),
+	BAD(OK_HEAD, "ends inside an object at byte 28"),
+	BAD(OK_HEAD ",", "ends inside an object at byte 29"),
+	BAD(OK_HEAD ",\"x\":", "ends where a value should be at byte 33"),
+	BAD(OK_HEAD ",\"x\":\"abc", "ends inside a string (begun at byte 33) at byte 37"),
+	BAD(OK_HEAD ",\"x\":\"abc\\", "ends inside an escape at byte 37"),
+	BAD(OK_HEAD ",\"x\":\"\\u12", "\\u must be followed by four hex digits at byte 34"),
+	BAD(OK_HEAD ",\"x\":[1,", "ends inside an array"),
+	BAD(OK_HEAD ",\"x\":tru}", "invalid literal (expected true) at byte 33"),
+	BAD(OK_HEAD ",\"x\":-}", "a number has no digits at byte 33"),
+	/* grammar */
+	BAD(OK_HEAD ",}", "expected a key (a string) in an object, found '}' at byte 29"),
+	BAD(OK_HEAD ",\"x\" 1}", "expected ':' after a key, found '1'"),
+	BAD(OK_HEAD " \"x\":1}", "expected ',' or '}' in an object, found '\"' at byte 29"),
+	BAD(OK_HEAD ",\"x\":[1 2]}", "expected ',' or ']' in an array, found '2'"),
+	BAD(OK_HEAD ",\"x\":[1,]}", "expected a value, found ']'"),
+	BAD(OK_HEAD ",'x':1}", "expected a key (a string) in an object, found '''"),
+	BAD(OK_HEAD ",\"x\":'a'}", "expected a value, found '''"),
+	BAD(OK_HEAD "/* c */}", "expected ',' or '}' in an object, found '/'"),
+	BAD(OK_HEAD ",\"x\":01}", "leading zero at byte 33"),
+	BAD(OK_HEAD ",\"x\":+1}", "expected a value, found '+'"),
+	BAD(OK_HEAD ",\"x\":.5}", "expected a value, found '.'"),
+	BAD(OK_HEAD ",\"x\":1.}", "no digits after its decimal point"),
+	BAD(OK_HEAD ",\"x\":1e}", "no digits in its exponent"),
+	BAD(OK_HEAD ",\"x\":0x10}", "expected ',' or '}' in an object, found 'x'"),
+	BAD(OK_HEAD ",\"x\":NaN}", "expected a value, found 'N'"),
+	BAD(OK_HEAD ",\"x\":nul}", "invalid literal (expected null)"),
+	/* trailing garbage */
+	BAD(OK_HEAD "} x", "more data follows the end of the object at byte 30"),
+	BAD(OK_HEAD "}{}", "more data follows the end of the object at byte 29"),
+	BAD(OK_HEAD "}}", "more data follows"),
+	BADN(OK_HEAD "}\0", "more data follows the end of the object at byte 29"),
+	/* NUL bytes and control characters */
+	BADN(OK_HEAD ",\"x\":\"a\0b\"}", "control character 0x00 inside a string at byte 35"),
+	BADN(OK_HEAD ",\0\"x\":1}",
+	     "expected a key (a string) in an object, found 0x00 at byte 29"),
+	BAD(OK_HEAD ",\"x\":\"a\nb\"}", "control character 0x0a inside a string"),
+	BAD(OK_HEAD ",\"x\":\"\x1f\"}", "control character 0x1f"),
+	BAD(OK_HEAD ",\"metadata\":\"a\\u0000b\"}", "\"metadata\" contains a NUL character"),
+	BAD(OK_HEAD ",\"state\":{\"id\":\"\\u0000\"}}", "\"state.id\" contains a NUL character"),
+	/* escapes */
+	BAD(OK_HEAD ",\"x\":\"\\x41\"}", "invalid escape \\ followed by 'x' at byte 34"),
+	BAD(OK_HEAD ",\"x\":\"\\U0041\"}", "invalid escape \\ followed by 'U'"),
+	BAD(OK_HEAD ",\"x\":\"\\'\"}", "invalid escape \\ followed by '''"),
+	BAD(OK_HEAD ",\"x\":\"\\uZZZZ\"}", "four hex digits at byte 34"),
+	BAD(OK_HEAD ",\"x\":\"\\u12G4\"}", "four hex digits"),
+	BAD(OK_HEAD ",\"x\":\"\\ud800\"}", "\\ud800 is a high surrogate not followed by a low one"),
+	BAD(OK_HEAD ",\"x\":\"\\ud800\\u0041\"}", "high surrogate not followed by a low one"),
+	BAD(OK_HEAD ",\"x\":\"\\ud800\\ud800\"}", "high surrogate not followed by a low one"),
+	BAD(OK_HEAD ",\"x\":\"\\udc00\"}",
+	    "\\udc00 is a low surrogate without a high one before it at byte 34"),
+	BAD(OK_HEAD ",\"x\":\"\\ude00\\ud83d\"}", "low surrogate without a high one"),
+	/* raw bytes that are not UTF-8 */
+	BAD(OK_HEAD ",\"x\":\"\x80\"}", "invalid UTF-8 inside a string at byte 34"),
+	BAD(OK_HEAD ",\"x\":\"\xc0\xaf\"}", "invalid UTF-8"),	      /* overlong '/' */
+	BAD(OK_HEAD ",\"x\":\"\xe0\x80\xaf\"}", "invalid UTF-8"),     /* overlong */
+	BAD(OK_HEAD ",\"x\":\"\xed\xa0\x80\"}", "invalid UTF-8"),     /* surrogate */
+	BAD(OK_HEAD ",\"x\":\"\xf4\x90\x80\x80\"}", "invalid UTF-8"), /* > U+10FFFF */
+	BAD(OK_HEAD ",\"x\":\"\xf8\x88\x80\x80\x80\"}", "invalid UTF-8"),
+	BAD(OK_HEAD ",\"x\":\"\xe2\x82\"}", "invalid UTF-8"), /* cut short */
+	BAD(OK_HEAD ",\"x\":\"\xff\"}", "invalid UTF-8"),
+	BAD(OK_HEAD ",\"\xc3\"}", "invalid UTF-8"),
+	/* wrong types */
+	BAD("{\"pid\":\"1\",\"fds\":[\"seccompFd\"]}",
+	    "\"pid\" must be a number, not a string at byte 7"),
+	BAD("{\"pid\":true,\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not a boolean"),
+	BAD("{\"pid\":[1],\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not an array"),
+	BAD("{\"pid\":{},\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not an object"),
+	BAD("{\"pid\":1,\"fds\":\"seccompFd\"}", "\"fds\" must be an array, not a string"),
+	BAD("{\"pid\":1,\"fds\":{\"seccompFd\":0}}",
+	    "\"fds\" must be an array of strings, not an object"),
+	BAD("{\"pid\":1,\"fds\":[0]}", "fds[0] is not a string at byte 16"),
+	BAD("{\"pid\":1,\"fds\":[\"a\",null]}", "fds[1] is not a string"),
+	BAD("{\"pid\":1,\"fds\":[[\"seccompFd\"]]}", "fds[0] is not a string"),
+	BAD(OK_HEAD ",\"metadata\":5}", "\"metadata\" must be a string, not a number"),
+	BAD(OK_HEAD ",\"metadata\":{}}", "\"metadata\" must be a string, not an object"),
+	BAD(OK_HEAD ",\"state\":\"x\"}", "\"state\" must be an object, not a string"),
+	BAD(OK_HEAD ",\"state\":[]}", "\"state\" must be an object, not an array"),
+	BAD(OK_HEAD ",\"state\":{\"id\":5}}", "\"state.id\" must be a string, not a number"),
+	BAD(OK_HEAD ",\"state\":{\"bundle\":false}}",
+	    "\"state.bundle\" must be a string, not a boolean"),
+	BAD("{\"fds\":[\"seccompFd\"],\"state\":{\"pid\":\"5\"}}",
+	    "\"state.pid\" must be a number"),
+	/* numbers that are no pid */
+	BAD("{\"pid\":2147483648,\"fds\":[\"seccompFd\"]}",
+	    "\"pid\" is not a process id (1 to 2147483647) at byte 7"),
+	BAD("{\"pid\":99999999999999999999999999999,\"fds\":[\"seccompFd\"]}",
+	    "\"pid\" is not a process id"),
+	BAD("{\"pid\":-1,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
+	BAD("{\"pid\":-2147483649,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
+	BAD("{\"pid\":0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
+	BAD("{\"pid\":-0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
+	BAD("{\"pid\":1.5,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer at byte 7"),
+	BAD("{\"pid\":1234.0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer"),
+	BAD("{\"pid\":1e3,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer"),
+	BAD("{\"fds\":[\"seccompFd\"],\"state\":{\"pid\":0}}", "\"state.pid\" is not a process id"),
+	/* duplicate keys we read */
+	BAD(OK_HEAD ",\"pid\":2}", "\"pid\" appears twice at byte 29"),
+	BAD("{\"pid\":null,\"pid\":2,\"fds\":[\"seccompFd\"]}", "\"pid\" appears twice"),
+	BAD(OK_HEAD ",\"fds\":[\"seccompFd\"]}", "\"fds\" appears twice"),
+	BAD(OK_HEAD ",\"metadata\":\"a\",\"metadata\":\"b\"}", "\"metadata\" appears twice"),
+	BAD(OK_HEAD ",\"state\":{},\"state\":{}}", "\"state\" appears twice"),
+	BAD(OK_HEAD ",\"state\":{\"id\":\"a\",\"id\":\"b\"}}", "\"state.id\" appears twice"),
+	BAD(OK_HEAD ",\"state\":{\"bundle\":\"a\",\"bundle\":\"a\"}}",
+	    "\"state.bundle\" appears twice"),
+	BAD(OK_HEAD ",\"state\":{\"pid\":1,\"pid\":1}}", "\"state.pid\" appears twice"),
+	BAD(OK_HEAD ",\"p\\u0069d\":2}", "\"pid\" appears twice"),
+	BAD("{\"pid\":1,\"fds\":[\"seccompFd\",\"seccompFd\"]}",
+	    "fds names \"seccompFd\" twice at byte 28"),
+	/* what must be there */
+	BAD("{\"pid\":1}", "names no \"seccompFd\" in \"fds\""),
+	BAD("{\"pid\":1,\"fds\":[]}", "names no \"seccompFd\""),
+	BAD("{\"pid\":1,\"fds\":null}", "names no \"seccompFd\""),
+	BAD("{\"pid\":1,\"fds\":[\"seccompfd\",\"seccompFd \",\"seccompFd\\u0000\"]}",
+	    "names no \"seccompFd\""),
+	BAD("{\"fds\":[\"seccompFd\"]}", "has neither \"pid\" nor \"state.pid\""),
+	BAD("{\"fds\":[\"seccompFd\"],\"state\":{\"annotations\":{\"pid\":1}}}", "has neither"),
+	BAD("{\"pid\":1,\"fds\":[\"0\",\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\","
+	    "\"10\","
+	    "\"11\","
+	    "\"12\",\"13\",\"14\",\"15\",\"seccompFd\"]}",
+	    "fds names more than 16 descriptors at byte 86"),
 };
 
 Test(handoff, parse_malformed)
@@ -612,7 +615,7 @@ Test(handoff, parse_err_buffers)
 
 Test(handoff, roundtrip)
 {
-	struct ho_info in = {.pid = 31337}, out;
+	struct ho_info in = { .pid = 31337 }, out;
 	int sv[2], lfd = get_listener(), fd = -1, before;
 	char err[256];
 
@@ -642,7 +645,7 @@ Test(handoff, roundtrip)
 /* The received fd is the working listener: a trapped call is answered through it. */
 Test(handoff, roundtrip_serves_a_call)
 {
-	struct ho_info in = {.pid = 1}, out;
+	struct ho_info in = { .pid = 1 }, out;
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
 	int sv[2], fd, status;
@@ -695,7 +698,7 @@ Test(handoff, runc_message)
 /* The message arrives a byte at a time (the fd with the first): reassembled. */
 Test(handoff, dribbled)
 {
-	struct sender s = {.data = runc_msg, .len = strlen(runc_msg), .chunk = 1, .nfds = 1};
+	struct sender s = { .data = runc_msg, .len = strlen(runc_msg), .chunk = 1, .nfds = 1 };
 	struct ho_info out;
 	int sv[2], fd, before;
 	char err[256];
@@ -734,7 +737,7 @@ static void *bg_send_main(void *arg)
 /* A non-blocking socket with a small buffer takes the message in pieces; ho_send finishes it. */
 Test(handoff, send_in_pieces)
 {
-	struct bg_send b = {.info = {.pid = 99}};
+	struct bg_send b = { .info = { .pid = 99 } };
 	struct ho_info out;
 	int sv[2], fd, one = 1, queued = 0;
 	pthread_t t;
@@ -776,7 +779,7 @@ Test(handoff, send_in_pieces)
 
 Test(handoff, send_refuses)
 {
-	struct ho_info in = {.pid = 1};
+	struct ho_info in = { .pid = 1 };
 	int sv[2], lfd = get_listener();
 	char buf[16];
 
@@ -814,8 +817,8 @@ Test(handoff, no_fd)
 Test(handoff, two_fds_other_closed)
 {
 	static const char *const msgs[] = {
-	    "{\"pid\":5,\"fds\":[\"seccompFd\",\"other\"]}",
-	    "{\"pid\":5,\"fds\":[\"other\",\"seccompFd\"]}",
+		"{\"pid\":5,\"fds\":[\"seccompFd\",\"other\"]}",
+		"{\"pid\":5,\"fds\":[\"other\",\"seccompFd\"]}",
 	};
 
 	signal(SIGPIPE, SIG_IGN);
@@ -936,7 +939,7 @@ static char *sized_message(size_t total)
 
 Test(handoff, largest_message)
 {
-	struct sender s = {.len = HO_MAX_MESSAGE, .nfds = 1, .chunk = 4096};
+	struct sender s = { .len = HO_MAX_MESSAGE, .nfds = 1, .chunk = 4096 };
 	struct ho_info out;
 	int sv[2], fd, before;
 	char err[256];
@@ -960,7 +963,7 @@ Test(handoff, largest_message)
 
 Test(handoff, oversized)
 {
-	struct sender s = {.len = HO_MAX_MESSAGE + 1, .nfds = 1};
+	struct sender s = { .len = HO_MAX_MESSAGE + 1, .nfds = 1 };
 	struct ho_info out;
 	int sv[2], fd, before;
 	char err[256];
@@ -1012,7 +1015,8 @@ Test(handoff, timeout)
 	   (a per-read timeout would return 300 ms after the last byte, at 2 s) */
 	{
 		struct sender s = {
-		    .data = runc_msg, .len = 60, .chunk = 1, .nfds = 1, .pause_ms = 30};
+			.data = runc_msg, .len = 60, .chunk = 1, .nfds = 1, .pause_ms = 30
+		};
 
 		s.fds[0] = lfd;
 		pair(sv);
@@ -1101,7 +1105,8 @@ Test(handoff, not_a_socket)
 Test(handoff, passcred_and_pidfd)
 {
 	struct sender s = {
-	    .data = runc_msg, .len = strlen(runc_msg), .chunk = 50, .nfds = 1, .pause_ms = 5};
+		.data = runc_msg, .len = strlen(runc_msg), .chunk = 50, .nfds = 1, .pause_ms = 5
+	};
 	struct ho_info out;
 	int sv[2], one = 1, fd, before;
 	char err[256];
@@ -1132,7 +1137,7 @@ Test(handoff, passcred_and_pidfd)
 static int without_proc_child(int lfd)
 {
 	int sv[2], p[2], efd, fd;
-	struct ho_info in = {.pid = 3}, out;
+	struct ho_info in = { .pid = 3 }, out;
 	char err[256];
 
 	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||

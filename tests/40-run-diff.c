@@ -29,7 +29,7 @@ static void show_output(const char *what, const struct run_result *r)
  */
 static void diff_args(const char *prog, const char *const *args, int timeout_s)
 {
-	struct run_spec s = {.prog = prog, .timeout_ms = timeout_s * 1000};
+	struct run_spec s = { .prog = prog, .timeout_ms = timeout_s * 1000 };
 	struct run_result native, confined;
 	const char *la, *lb;
 	char st1[96], st2[96];
@@ -161,7 +161,7 @@ Test(run_diff, pidns)
 /* 8 threads x 20000 iterations of a semaphore-guarded plain counter; a set shared by threads */
 Test(run_diff, mutex)
 {
-	static const char *const args[] = {"20000", NULL};
+	static const char *const args[] = { "20000", NULL };
 
 	diff_args("mutex", args, 60);
 }

@@ -13,7 +13,7 @@
 
 TestSuite(run_cli, .fini = run_cleanup, .timeout = 60);
 
-#define SPEC(...) ((struct run_spec){.confined = true, .split = true, __VA_ARGS__})
+#define SPEC(...) ((struct run_spec){ .confined = true, .split = true, __VA_ARGS__ })
 
 static void log_run(const struct run_result *r)
 {
@@ -36,15 +36,15 @@ static int exit_code(const struct run_result *r)
 
 Test(run_cli, help)
 {
-	static const char *const opts[] = {"-v",	"--verbose", "--stats", "--limits",
-					   "--workers", "--daemon",  "-h",	"--help",
-					   "-V",	"--version"};
-	const char *const which[] = {"--help", "-h"};
+	static const char *const opts[] = { "-v",	 "--verbose", "--stats", "--limits",
+					    "--workers", "--daemon",  "-h",	 "--help",
+					    "-V",	 "--version" };
+	const char *const which[] = { "--help", "-h" };
 
 	for (int w = 0; w < 2; w++) {
 		struct run_result r;
 
-		run(&SPEC(.prog = NULL, .opts = {which[w]}), &r);
+		run(&SPEC(.prog = NULL, .opts = { which[w] }), &r);
 		cr_assert_eq(exit_code(&r), 0, "%s: exit %d", which[w], exit_code(&r));
 		cr_assert(strstr(r.out, "Usage: semvisor-run"), "%s: no usage line:\n%s", which[w],
 			  r.out);
@@ -72,12 +72,12 @@ Test(run_cli, version)
 {
 	struct run_result r;
 
-	run(&SPEC(.prog = NULL, .opts = {"--version"}), &r);
+	run(&SPEC(.prog = NULL, .opts = { "--version" }), &r);
 	cr_assert_eq(exit_code(&r), 0);
 	cr_assert(!strncmp(r.out, "semvisor-run ", 13) && strpbrk(r.out, "0123456789"),
 		  "--version printed: %s", r.out);
 	run_free(&r);
-	run(&SPEC(.prog = NULL, .opts = {"-V"}), &r);
+	run(&SPEC(.prog = NULL, .opts = { "-V" }), &r);
 	cr_assert_eq(exit_code(&r), 0);
 	cr_assert(!strncmp(r.out, "semvisor-run ", 13), "-V printed: %s", r.out);
 	run_free(&r);
@@ -87,21 +87,21 @@ Test(run_cli, version)
 Test(run_cli, bad_options)
 {
 	static const char *const bad[][2] = {
-	    {"--bogus", NULL},
-	    {"-x", NULL},
-	    {"--limits=1,2", NULL},
-	    {"--limits=a,b,c,d", NULL},
-	    {"--limits=10,20,5,3,9", NULL},
-	    {"--limits=10,20,5,99999", NULL},
-	    {"--workers=0", NULL},
-	    {"--workers=abc", NULL},
-	    {"--limits", NULL},
+		{ "--bogus", NULL },
+		{ "-x", NULL },
+		{ "--limits=1,2", NULL },
+		{ "--limits=a,b,c,d", NULL },
+		{ "--limits=10,20,5,3,9", NULL },
+		{ "--limits=10,20,5,99999", NULL },
+		{ "--workers=0", NULL },
+		{ "--workers=abc", NULL },
+		{ "--limits", NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct run_result r;
 
-		run(&SPEC(.prog = "cli", .args = {"exit", "7"}, .opts = {bad[i][0]}), &r);
+		run(&SPEC(.prog = "cli", .args = { "exit", "7" }, .opts = { bad[i][0] }), &r);
 		cr_assert_eq(exit_code(&r), 125, "%s: exit %d, expected 125", r.cmd, exit_code(&r));
 		cr_assert(strlen(r.err) > 10, "%s: no message on stderr", r.cmd);
 		cr_assert_str_empty(r.out, "%s: the program ran? stdout: %s", r.cmd, r.out);
@@ -147,13 +147,13 @@ Test(run_cli, cannot_run)
 /* The program's status passes through, and a death by signal is reproduced. */
 Test(run_cli, exit_status)
 {
-	static const char *const codes[] = {"0", "3", "42", "255"};
-	static const char *const sigs[] = {"15", "9", "6", "11", "1"};
+	static const char *const codes[] = { "0", "3", "42", "255" };
+	static const char *const sigs[] = { "15", "9", "6", "11", "1" };
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
 		struct run_result r;
 
-		run(&SPEC(.prog = "cli", .args = {"exit", codes[i]}), &r);
+		run(&SPEC(.prog = "cli", .args = { "exit", codes[i] }), &r);
 		cr_assert_eq(exit_code(&r), atoi(codes[i]), "exit %s passed on as %d", codes[i],
 			     exit_code(&r));
 		run_free(&r);
@@ -161,8 +161,10 @@ Test(run_cli, exit_status)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		struct run_result r, n;
 
-		run(&SPEC(.prog = "cli", .args = {"raise", sigs[i]}), &r);
-		run(&(struct run_spec){.prog = "cli", .args = {"raise", sigs[i]}, .split = true},
+		run(&SPEC(.prog = "cli", .args = { "raise", sigs[i] }), &r);
+		run(&(struct run_spec){ .prog = "cli",
+					.args = { "raise", sigs[i] },
+					.split = true },
 		    &n);
 		if (!WIFSIGNALED(r.status))
 			log_run(&r);
@@ -181,7 +183,7 @@ Test(run_cli, exit_status)
 /* kill() to semvisor-run's pid reaches the program. */
 Test(run_cli, signal_forwarding)
 {
-	struct run_spec s = SPEC(.prog = "cli", .args = {"usr1"}, .timeout_ms = 10000);
+	struct run_spec s = SPEC(.prog = "cli", .args = { "usr1" }, .timeout_ms = 10000);
 	struct run_handle h;
 	struct run_result r;
 
@@ -194,7 +196,7 @@ Test(run_cli, signal_forwarding)
 	run_free(&r);
 
 	/* SIGTERM: the program dies of it (default action), so semvisor-run does too */
-	s = SPEC(.prog = "cli", .args = {"sleep"}, .timeout_ms = 10000);
+	s = SPEC(.prog = "cli", .args = { "sleep" }, .timeout_ms = 10000);
 	run_start(&s, &h, &r);
 	cr_assert(run_pump(&h, "ready\n"), "the program never said ready: %s %s", r.out, r.err);
 	cr_assert_eq(kill(h.pid, SIGTERM), 0);
@@ -225,7 +227,7 @@ Test(run_cli, stats)
 {
 	struct run_result r;
 
-	run(&SPEC(.prog = "cli", .args = {"count"}, .opts = {"--stats"}), &r);
+	run(&SPEC(.prog = "cli", .args = { "count" }, .opts = { "--stats" }), &r);
 	cr_assert_eq(exit_code(&r), 0, "%s", r.err);
 	cr_assert_str_eq(r.out, "done\n");
 	if (count_after(r.err, "semget") != 3)
@@ -239,7 +241,7 @@ Test(run_cli, stats)
 	run_free(&r);
 
 	/* without --stats, nothing on stderr */
-	run(&SPEC(.prog = "cli", .args = {"count"}), &r);
+	run(&SPEC(.prog = "cli", .args = { "count" }), &r);
 	cr_assert_eq(exit_code(&r), 0);
 	cr_assert_str_empty(r.err, "stderr without --stats: %s", r.err);
 	run_free(&r);
@@ -247,12 +249,12 @@ Test(run_cli, stats)
 
 Test(run_cli, verbose)
 {
-	static const char *const calls[] = {"semget(", "semop(", "semtimedop(", "semctl("};
-	static const int want[] = {3, 2, 5, 1};
-	int n[4] = {0}, lines = 0;
+	static const char *const calls[] = { "semget(", "semop(", "semtimedop(", "semctl(" };
+	static const int want[] = { 3, 2, 5, 1 };
+	int n[4] = { 0 }, lines = 0;
 	struct run_result r;
 
-	run(&SPEC(.prog = "cli", .args = {"count"}, .opts = {"-v"}), &r);
+	run(&SPEC(.prog = "cli", .args = { "count" }, .opts = { "-v" }), &r);
 	cr_assert_eq(exit_code(&r), 0, "%s", r.err);
 	for (const char *l = r.err; *l;) {
 		const char *e = strchr(l, '\n');
@@ -281,10 +283,10 @@ Test(run_cli, limits)
 {
 	struct run_result c, n;
 
-	run(&SPEC(.prog = "cli", .args = {"limits"}, .opts = {"--limits=10,20,5,3"}), &c);
+	run(&SPEC(.prog = "cli", .args = { "limits" }, .opts = { "--limits=10,20,5,3" }), &c);
 	run(
 	    &(struct run_spec){
-		.prog = "cli", .args = {"limits"}, .split = true, .sem_sysctl = "10 20 5 3\n"},
+		.prog = "cli", .args = { "limits" }, .split = true, .sem_sysctl = "10 20 5 3\n" },
 	    &n);
 	cr_assert_eq(exit_code(&n), 0, "native: %s", n.out);
 	if (strcmp(c.out, n.out))
@@ -301,8 +303,8 @@ Test(run_cli, one_worker)
 {
 	struct run_result c, n;
 
-	run(&SPEC(.prog = "complex", .opts = {"--workers=1"}), &c);
-	run(&(struct run_spec){.prog = "complex", .split = true}, &n);
+	run(&SPEC(.prog = "complex", .opts = { "--workers=1" }), &c);
+	run(&(struct run_spec){ .prog = "complex", .split = true }, &n);
 	cr_assert_eq(exit_code(&n), 0);
 	if (strcmp(c.out, n.out))
 		log_run(&n), log_run(&c);
@@ -320,7 +322,7 @@ Test(run_cli, stdin_passes_through)
 
 	for (size_t i = 0; i < sizeof(input) - 1; i++)
 		input[i] = i % 61 == 60 ? '\n' : (char)('a' + i % 26);
-	run(&SPEC(.prog = "cli", .args = {"stdin"}, .input = input), &r);
+	run(&SPEC(.prog = "cli", .args = { "stdin" }, .input = input), &r);
 	cr_assert_eq(exit_code(&r), 0, "%s", r.err);
 	snprintf(tail, sizeof(tail), "[%zu bytes]\n", sizeof(input) - 1);
 	cr_assert_eq(r.out_len, sizeof(input) - 1 + strlen(tail), "%zu bytes out", r.out_len);
@@ -337,7 +339,7 @@ Test(run_cli, nested)
 
 	snprintf(inner, sizeof(inner), "%s/semvisor-run", run_dir());
 	snprintf(prog, sizeof(prog), "%s/tests/prog/cli", run_dir());
-	run(&SPEC(.prog = inner, .args = {"--", prog, "exit", "0"}), &r);
+	run(&SPEC(.prog = inner, .args = { "--", prog, "exit", "0" }), &r);
 	cr_assert_eq(exit_code(&r), 125, "nested: exit %d; stderr %s", exit_code(&r), r.err);
 	cr_assert(strstr(r.err, "EBUSY") || strstr(r.err, "already"),
 		  "nested: the message does not say why: %s", r.err);

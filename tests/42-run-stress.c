@@ -15,7 +15,7 @@ TestSuite(run_stress, .fini = run_cleanup, .timeout = 90);
 
 static void stress(const char *ms, const char *workers, const char *opt)
 {
-	struct run_spec s = {.prog = "stress", .args = {ms, workers}, .timeout_ms = 40000};
+	struct run_spec s = { .prog = "stress", .args = { ms, workers }, .timeout_ms = 40000 };
 	struct run_result native, confined;
 	char st1[96], st2[96];
 

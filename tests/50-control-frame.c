@@ -61,7 +61,7 @@ static size_t payload(Semvisor__Request *req, uint8_t *buf, size_t cap)
 
 Test(frame, peek_needs_a_whole_header_and_payload)
 {
-	uint8_t b[16] = {0};
+	uint8_t b[16] = { 0 };
 	size_t plen = 99;
 
 	for (size_t len = 0; len < CTL_FRAME_HEADER; len++) {
@@ -107,14 +107,14 @@ Test(frame, garbage_is_malformed)
 		const uint8_t bytes[8];
 		size_t len;
 	} cases[] = {
-	    {"truncated varint", {0x08}, 1},
-	    {"varint never ending", {0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 8},
-	    {"field 1 as bytes", {0x0a, 0x01, 0x00}, 3},
-	    {"length past the end", {0x52, 0x7f, 0x00}, 3},
-	    {"body with a wrong wire type", {0x08, 0x01, 0x50, 0x01}, 4},
-	    {"field number 0", {0x00, 0x01}, 2},
-	    {"end group without start", {0x0c}, 1},
-	    {"wire type 7", {0x0f, 0x00}, 2},
+		{ "truncated varint", { 0x08 }, 1 },
+		{ "varint never ending", { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, 8 },
+		{ "field 1 as bytes", { 0x0a, 0x01, 0x00 }, 3 },
+		{ "length past the end", { 0x52, 0x7f, 0x00 }, 3 },
+		{ "body with a wrong wire type", { 0x08, 0x01, 0x50, 0x01 }, 4 },
+		{ "field number 0", { 0x00, 0x01 }, 2 },
+		{ "end group without start", { 0x0c }, 1 },
+		{ "wire type 7", { 0x0f, 0x00 }, 2 },
 	};
 	char why[256];
 
@@ -132,7 +132,7 @@ Test(frame, version_is_checked_first)
 {
 	Semvisor__Request req = SEMVISOR__REQUEST__INIT;
 	Semvisor__RemoveSetRequest rm = SEMVISOR__REMOVE_SET_REQUEST__INIT;
-	uint8_t buf[256] = {0};
+	uint8_t buf[256] = { 0 };
 	char why[256];
 	uint64_t id;
 	size_t n;
@@ -256,14 +256,14 @@ Test(frame, every_kind_round_trips)
 		bool privileged;
 		const char *name;
 	} k[] = {
-	    {SEMVISOR__REQUEST__BODY_STATS, &st, false, "stats"},
-	    {SEMVISOR__REQUEST__BODY_LIST_SETS, &ls, false, "list_sets"},
-	    {SEMVISOR__REQUEST__BODY_SHOW_SET, &sh, false, "show_set"},
-	    {SEMVISOR__REQUEST__BODY_LIST_CLIENTS, &lc, false, "list_clients"},
-	    {SEMVISOR__REQUEST__BODY_RESET, &rs, true, "reset"},
-	    {SEMVISOR__REQUEST__BODY_REMOVE_SET, &rm, true, "remove_set"},
-	    {SEMVISOR__REQUEST__BODY_SET_LIMITS, &sl, true, "set_limits"},
-	    {SEMVISOR__REQUEST__BODY_WATCH, &w, false, "watch"},
+		{ SEMVISOR__REQUEST__BODY_STATS, &st, false, "stats" },
+		{ SEMVISOR__REQUEST__BODY_LIST_SETS, &ls, false, "list_sets" },
+		{ SEMVISOR__REQUEST__BODY_SHOW_SET, &sh, false, "show_set" },
+		{ SEMVISOR__REQUEST__BODY_LIST_CLIENTS, &lc, false, "list_clients" },
+		{ SEMVISOR__REQUEST__BODY_RESET, &rs, true, "reset" },
+		{ SEMVISOR__REQUEST__BODY_REMOVE_SET, &rm, true, "remove_set" },
+		{ SEMVISOR__REQUEST__BODY_SET_LIMITS, &sl, true, "set_limits" },
+		{ SEMVISOR__REQUEST__BODY_WATCH, &w, false, "watch" },
 	};
 	uint8_t buf[512];
 
@@ -360,12 +360,12 @@ Test(frame, every_status_has_a_text)
 Test(frame, random_input_never_crashes)
 {
 	static const int allowed[] = {
-	    SEMVISOR__STATUS__OK,
-	    SEMVISOR__STATUS__VERSION_UNSUPPORTED,
-	    SEMVISOR__STATUS__MALFORMED,
-	    SEMVISOR__STATUS__UNKNOWN_REQUEST,
-	    SEMVISOR__STATUS__INVALID_ARGUMENT,
-	    SEMVISOR__STATUS__LIMIT_OUT_OF_RANGE,
+		SEMVISOR__STATUS__OK,
+		SEMVISOR__STATUS__VERSION_UNSUPPORTED,
+		SEMVISOR__STATUS__MALFORMED,
+		SEMVISOR__STATUS__UNKNOWN_REQUEST,
+		SEMVISOR__STATUS__INVALID_ARGUMENT,
+		SEMVISOR__STATUS__LIMIT_OUT_OF_RANGE,
 	};
 	Semvisor__Request req = SEMVISOR__REQUEST__INIT;
 	Semvisor__SetLimitsRequest sl = SEMVISOR__SET_LIMITS_REQUEST__INIT;
@@ -428,8 +428,8 @@ Test(frame, random_input_never_crashes)
 Test(frame, field_number_zero_is_malformed)
 {
 	/* version 1, id 0, then tag 0x80 0x00 (field 0, varint) = 0x0400, then watch {} */
-	static const uint8_t payload[] = { 0x08, 0x01, 0x10, 0x00, 0x80, 0x00,
-					   0x80, 0x08, 0x62, 0x00 };
+	static const uint8_t payload[] = { 0x08, 0x01, 0x10, 0x00, 0x80,
+					   0x00, 0x80, 0x08, 0x62, 0x00 };
 	Semvisor__Request *req = (Semvisor__Request *)1;
 	char why[128] = "";
 

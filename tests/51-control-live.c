@@ -63,7 +63,7 @@ union semun {
 
 static long raw_semop(int id, unsigned short num, short op, short flg)
 {
-	struct sembuf sb = {.sem_num = num, .sem_op = op, .sem_flg = flg};
+	struct sembuf sb = { .sem_num = num, .sem_op = op, .sem_flg = flg };
 
 	return syscall(SYS_semop, id, &sb, 1);
 }
@@ -92,10 +92,10 @@ static void xread(int fd, void *p, size_t n)
 static void child_main(int cmd) __attribute__((noreturn));
 static void child_main(int cmd)
 {
-	struct filter_opts fo = {0};
-	struct ho_info info = {.pid = getpid()};
+	struct filter_opts fo = { 0 };
+	struct ho_info info = { .pid = getpid() };
 	char err[256], c;
-	int l, ids[3] = {-1, -1, -1};
+	int l, ids[3] = { -1, -1, -1 };
 	pid_t gc = -1;
 
 	l = filter_install(&fo, err, sizeof(err));
@@ -110,7 +110,7 @@ static void child_main(int cmd)
 		xread(cmd, &c, 1);
 		switch (c) {
 		case 'A': {
-			struct sembuf dn = {.sem_num = 2, .sem_op = -1};
+			struct sembuf dn = { .sem_num = 2, .sem_op = -1 };
 
 			ids[0] = (int)syscall(SYS_semget, KEY1, 3, IPC_CREAT | 0640);
 			ids[1] = (int)syscall(SYS_semget, KEY2, 2, IPC_CREAT | 0600);
@@ -157,7 +157,7 @@ struct live {
 	int ids[3];
 };
 
-static struct live L = {.child = -1, .child2 = -1, .cmd = -1, .cmd2 = -1};
+static struct live L = { .child = -1, .child2 = -1, .cmd = -1, .cmd2 = -1 };
 
 /* Fork a confined child (before any thread exists, when possible); returns the command fd. */
 static int spawn_child(pid_t *pid)
@@ -178,7 +178,7 @@ static int spawn_child(pid_t *pid)
 
 static void adopt_child(int cmd, const char *name, const char *ns_name)
 {
-	struct nt_listener_opts lo = {.name = name, .ns_name = ns_name};
+	struct nt_listener_opts lo = { .name = name, .ns_name = ns_name };
 	struct ho_info info;
 	char err[256];
 	int fd;
@@ -202,7 +202,7 @@ static void start_server(const struct ctl_opts *given)
 /* A supervisor, a control server (opts, or defaults with mode 0666), one confined child. */
 static void live_start(const struct ctl_opts *opts, const char *ns_name)
 {
-	struct nt_config cfg = {.nworkers = 2};
+	struct nt_config cfg = { .nworkers = 2 };
 	struct ctl_opts o = CTL_OPTS_INIT;
 	char err[256];
 
@@ -226,7 +226,7 @@ static void live_start(const struct ctl_opts *opts, const char *ns_name)
 
 static void child_do(int cmd, char c, void *answer, size_t len)
 {
-	struct pollfd pfd = {.fd = cmd, .events = POLLIN};
+	struct pollfd pfd = { .fd = cmd, .events = POLLIN };
 
 	cr_assert_eq(write(cmd, &c, 1), 1);
 	if (!len)
@@ -273,7 +273,7 @@ static void live_stop(void)
 /* After every test, passed or not: no temporary directory or child left behind. */
 static void live_cleanup(void)
 {
-	static const char *const extra[] = {"stale.sock", "activated.sock"};
+	static const char *const extra[] = { "stale.sock", "activated.sock" };
 	char p[256];
 
 	if (L.child > 0)
@@ -302,7 +302,7 @@ static int64_t now_ms(void)
 
 static int connect_to(const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -351,7 +351,7 @@ static Semvisor__Reply *recv_reply(int fd, int timeout_ms)
 	char why[256];
 
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		int rc = ctl_frame_peek(buf, len, CTL_MAX_REPLY, &plen);
 		ssize_t k;
 
@@ -532,7 +532,7 @@ Test(live, counters_move_by_exactly_the_calls_made)
 	ctl_reply_free(r);
 
 	/* a call that waits, seen while it waits, then released */
-	child_do(L.cmd, 'B', &(char){0}, 1);
+	child_do(L.cmd, 'B', &(char){ 0 }, 1);
 	for (int64_t end = now_ms() + 5000;;) {
 		r = show(NULL, L.ids[1]);
 		cr_assert_eq(r->status, SEMVISOR__STATUS__OK);
@@ -577,7 +577,7 @@ Test(live, ipcs_lists_exactly_the_sets_created)
 		int32_t key;
 		uint32_t nsems, perms;
 		bool operated;
-	} want[3] = {{KEY1, 3, 0640, true}, {KEY2, 2, 0600, false}, {0, 1, 0666, false}};
+	} want[3] = { { KEY1, 3, 0640, true }, { KEY2, 2, 0600, false }, { 0, 1, 0666, false } };
 	Semvisor__Reply *r, *st;
 	char ns[CTL_NS_NAME_MAX + 1];
 
@@ -758,7 +758,7 @@ Test(live, privileged_requests_from_unprivileged_peers_are_refused)
 
 	live_start(NULL, NULL);
 	phase_a();
-	a = (struct nobody_args){.path = L.path, .id = L.ids[0]};
+	a = (struct nobody_args){ .path = L.path, .id = L.ids[0] };
 	cr_expect_eq(as_nobody(nobody_requests, &a), 0,
 		     "bit i set: request i got the wrong answer (rm, reset, limits, stats)");
 
@@ -939,8 +939,8 @@ static void expect_error_then_eof(int fd, int status)
 
 Test(live, malformed_and_oversized_frames)
 {
-	static const uint8_t garbage[] = {0, 0, 0, 4, 0x0f, 0xff, 0xff, 0xff};
-	static const uint8_t huge[] = {0x7f, 0xff, 0xff, 0xff};
+	static const uint8_t garbage[] = { 0, 0, 0, 4, 0x0f, 0xff, 0xff, 0xff };
+	static const uint8_t huge[] = { 0x7f, 0xff, 0xff, 0xff };
 	Semvisor__Reply *r;
 	int fd;
 
@@ -1041,7 +1041,7 @@ Test(live, a_reader_that_lets_its_buffer_fill_is_dropped)
 	/* give it time to answer what it read; then read everything: it must end in EOF */
 	usleep(300000);
 	for (int64_t end = now_ms() + 10000; now_ms() < end;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
 		if (poll(&pfd, 1, 1000) != 1)
 			break;
@@ -1169,7 +1169,7 @@ Test(live, connection_limits_per_uid_and_in_all)
 	o.max_conns = 3;
 	o.max_conns_per_uid = 2;
 	live_start(&o, NULL);
-	a = (struct conn_args){.path = L.path, .n = 3};
+	a = (struct conn_args){ .path = L.path, .n = 3 };
 	cr_expect_eq(as_nobody(nobody_opens, &a), 0, "two connections for uid nobody, not three");
 
 	/*
@@ -1285,11 +1285,11 @@ Test(live, out_of_file_descriptors_refuses_without_spinning)
 
 Test(live, one_instance_per_path_and_stale_sockets_replaced)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ctl_opts o = CTL_OPTS_INIT;
 	struct ctl_server *second;
 	Semvisor__Reply *r;
-	char err[256], other[160], content[8] = {0};
+	char err[256], other[160], content[8] = { 0 };
 	struct stat sb;
 	int fd;
 
@@ -1340,7 +1340,7 @@ Test(live, one_instance_per_path_and_stale_sockets_replaced)
 
 Test(live, an_inherited_listening_socket_is_served_and_left_in_place)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ctl_opts o = CTL_OPTS_INIT;
 	struct ctl_server *srv;
 	Semvisor__StatsRequest st = SEMVISOR__STATS_REQUEST__INIT;
@@ -1435,8 +1435,8 @@ static void run_prog(bool nobody, const char *in, const char *const *argv)
 		cr_assert_eq(write(ip[1], in, strlen(in)), (ssize_t)strlen(in));
 	close(ip[1]);
 	for (int open_fds = 2; open_fds && now_ms() < end;) {
-		struct pollfd pfd[2] = {{.fd = op[0], .events = POLLIN},
-					{.fd = ep[0], .events = POLLIN}};
+		struct pollfd pfd[2] = { { .fd = op[0], .events = POLLIN },
+					 { .fd = ep[0], .events = POLLIN } };
 
 		if (poll(pfd, 2, 1000) <= 0)
 			continue;
@@ -1476,7 +1476,7 @@ static void run_prog(bool nobody, const char *in, const char *const *argv)
 /* semvisorctl --socket PATH ARGS... */
 static void ctl(bool nobody, ...)
 {
-	const char *argv[16] = {"semvisorctl", "--socket", L.path};
+	const char *argv[16] = { "semvisorctl", "--socket", L.path };
 	int n = 3;
 	va_list ap;
 
@@ -1491,14 +1491,14 @@ static void ctl(bool nobody, ...)
 /* Is text valid JSON (one document, or one per line when lines)? Asks python3. */
 static bool json_ok(const char *text, bool lines)
 {
-	const char *argv[] = {"/usr/bin/env", "python3", "-c",
-			      lines ? "import json,sys\n"
-				      "n=0\n"
-				      "for l in sys.stdin:\n"
-				      "    json.loads(l); n+=1\n"
-				      "sys.exit(0 if n else 3)\n"
-				    : "import json,sys; json.load(sys.stdin)",
-			      NULL};
+	const char *argv[] = { "/usr/bin/env", "python3", "-c",
+			       lines ? "import json,sys\n"
+				       "n=0\n"
+				       "for l in sys.stdin:\n"
+				       "    json.loads(l); n+=1\n"
+				       "sys.exit(0 if n else 3)\n"
+				     : "import json,sys; json.load(sys.stdin)",
+			       NULL };
 	static struct cli saved; /* run_prog() reuses C, where text usually is */
 	bool ok;
 
@@ -1895,8 +1895,8 @@ Test(live, cli_metrics_pass_the_prometheus_format_check)
 
 Test(live, cli_exit_codes)
 {
-	const char *missing[] = {"semvisorctl", "--socket", "/nonexistent/semvisor.sock", "stats",
-				 NULL};
+	const char *missing[] = { "semvisorctl", "--socket", "/nonexistent/semvisor.sock", "stats",
+				  NULL };
 	struct ctl_opts o = CTL_OPTS_INIT;
 	char id[16];
 
@@ -1950,9 +1950,9 @@ Test(live, cli_exit_codes)
 
 	/* 3: a stale socket */
 	{
-		struct sockaddr_un sa = {.sun_family = AF_UNIX};
-		const char *stale[] = {"semvisorctl", "--socket", "/tmp/semvisor-ctl-stale.sock",
-				       "stats", NULL};
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		const char *stale[] = { "semvisorctl", "--socket", "/tmp/semvisor-ctl-stale.sock",
+					"stats", NULL };
 		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
 		unlink(stale[2]);
@@ -1967,11 +1967,11 @@ Test(live, cli_exit_codes)
 
 Test(live, cli_help)
 {
-	const char *top[] = {"semvisorctl", "--help", NULL};
-	const char *help_show[] = {"semvisorctl", "help", "show", NULL};
-	const char *show_help[] = {"semvisorctl", "show", "--help", NULL};
-	const char *help_bad[] = {"semvisorctl", "help", "nosuch", NULL};
-	const char *none[] = {"semvisorctl", NULL};
+	const char *top[] = { "semvisorctl", "--help", NULL };
+	const char *help_show[] = { "semvisorctl", "help", "show", NULL };
+	const char *show_help[] = { "semvisorctl", "show", "--help", NULL };
+	const char *help_bad[] = { "semvisorctl", "help", "nosuch", NULL };
+	const char *none[] = { "semvisorctl", NULL };
 	static char first[sizeof(C.out)];
 
 	run_prog(false, NULL, top);

@@ -93,7 +93,7 @@ static inline int64_t dh_now_ms(void)
 
 static inline void dh_sleep_ms(int ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
@@ -564,7 +564,7 @@ static inline const char *const *dh_prog_argv(struct dh_cmd *c, const char *sock
 	({                                                                                         \
 		struct dh_cmd c_;                                                                  \
 		dh_run(dh_prog_argv(&c_, (sock), "daemon-sem",                                     \
-				    (const char *const[]){__VA_ARGS__, NULL}),                     \
+				    (const char *const[]){ __VA_ARGS__, NULL }),                   \
 		       30000, (out));                                                              \
 	})
 

@@ -31,7 +31,7 @@ TestSuite(daemon_robust, .timeout = 120, .fini = dh_cleanup);
 
 static int agent_connect(const char *sock)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
@@ -54,9 +54,9 @@ static void agent_send(int fd, const char *msg, size_t len, int pass_fd)
 
 	memset(&ctl, 0, sizeof(ctl));
 	while (off < len) {
-		struct iovec iov = {(char *)msg + off, len - off};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		struct iovec iov = { (char *)msg + off, len - off };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 		ssize_t n;
 
 		if (off == 0 && pass_fd >= 0) {
@@ -157,7 +157,7 @@ static void bad_client(struct dh_daemon *d, int round, const char *msg, size_t l
 		       const char *expect)
 {
 	char prefix[128];
-	int fd = agent_connect(d->sock), p[2] = {-1, -1};
+	int fd = agent_connect(d->sock), p[2] = { -1, -1 };
 
 	if (with_pipe)
 		cr_assert(pipe2(p, O_CLOEXEC) == 0);
@@ -188,7 +188,7 @@ static void bad_client(struct dh_daemon *d, int round, const char *msg, size_t l
 	}
 	/* and the connection itself is closed by the daemon */
 	{
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		char c;
 
 		cr_assert(poll(&pfd, 1, 3000) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0,
@@ -213,7 +213,7 @@ Test(daemon_robust, bad_clients)
 	int64_t idle_since;
 
 	dh_setup();
-	dh_daemon_start(&d, "d", (const char *const[]){"--workers=2", NULL});
+	dh_daemon_start(&d, "d", (const char *const[]){ "--workers=2", NULL });
 	serve_normally(&d, ++round);
 	fds_before = settled_fds(d.pid);
 
@@ -258,7 +258,7 @@ Test(daemon_robust, bad_clients)
 		  "the silent client was not dropped:\n%s", dh_slurp(d.log));
 	cr_assert_geq(dh_now_ms() - idle_since, RECV_TIMEOUT_MS - 100, "dropped too early");
 	{
-		struct pollfd pfd = {.fd = idle, .events = POLLIN};
+		struct pollfd pfd = { .fd = idle, .events = POLLIN };
 		char c;
 
 		cr_assert(poll(&pfd, 1, 3000) == 1 && recv(idle, &c, 1, MSG_DONTWAIT) == 0,
@@ -290,7 +290,7 @@ Test(daemon_robust, hundred_listeners)
 
 	dh_setup();
 	snprintf(workers, sizeof(workers), "--workers=%d", WORKERS);
-	dh_daemon_start(&d, "d", (const char *const[]){workers, NULL});
+	dh_daemon_start(&d, "d", (const char *const[]){ workers, NULL });
 	/*
 	 * One client first: the namespace it creates keeps two fds (its IPC namespace's
 	 * /proc/sys/kernel/sem and sem_next_id) for as long as it lives, which for the daemon's
@@ -303,7 +303,7 @@ Test(daemon_robust, hundred_listeners)
 	for (int i = 0; i < NLISTENERS; i++) {
 		snprintf(name, sizeof(name), "w%d.out", i);
 		pids[i] = dh_spawn(dh_prog_argv(&cmds[i], d.sock, "daemon-sem",
-						(const char *const[]){"wait", KEY, NULL}),
+						(const char *const[]){ "wait", KEY, NULL }),
 				   dh_path(name));
 		/* sample while clients arrive: the receiving threads are the only extra ones */
 		threads_max = MAX(threads_max, dh_proc_status(d.pid, "Threads"));

@@ -116,8 +116,8 @@ static void copy_file(const char *from, const char *to, mode_t mode)
 /* rootfs/: busybox-static as sh and friends, and the static test program. */
 static void make_rootfs(const char *rootfs, const char *prog)
 {
-	static const char *const dirs[] = {"", "/bin", "/proc", "/dev", "/sys", "/tmp", "/sync"};
-	static const char *const applets[] = {"sh", "ls", "cat", "echo", "sleep", "ipcs"};
+	static const char *const dirs[] = { "", "/bin", "/proc", "/dev", "/sys", "/tmp", "/sync" };
+	static const char *const applets[] = { "sh", "ls", "cat", "echo", "sleep", "ipcs" };
 	char path[PATH_MAX + 32];
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -246,7 +246,7 @@ static void ct_init(struct ct *c, const char *name)
 
 static void ct_start(struct ct *c)
 {
-	const char *argv[] = {"runc", "--root", runc_state, "run", "-b", c->bundle, c->id, NULL};
+	const char *argv[] = { "runc", "--root", runc_state, "run", "-b", c->bundle, c->id, NULL };
 
 	c->runc = dh_spawn(argv, c->out);
 }
@@ -373,15 +373,15 @@ static void two_containers(const char *metadata, const char *probe_want, char **
 static void check_a(const char *out)
 {
 	static const char *const want[] = {
-	    "created: yes\n",
-	    "ping: exited 0\n",
-	    "pong: exited 0\n",
-	    "sem0 sem1: 0 0\n",
-	    "lastpid is pong: yes\n",
-	    "kernel sets: 0\n",
-	    "mark: 0\n",
-	    "after probe: same id yes, sem0 1234\n",
-	    "rmid: 0\n",
+		"created: yes\n",
+		"ping: exited 0\n",
+		"pong: exited 0\n",
+		"sem0 sem1: 0 0\n",
+		"lastpid is pong: yes\n",
+		"kernel sets: 0\n",
+		"mark: 0\n",
+		"after probe: same id yes, sem0 1234\n",
+		"rmid: 0\n",
 	};
 	char counter[64];
 

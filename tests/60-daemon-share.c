@@ -44,10 +44,10 @@ Test(daemon_share, pingpong)
 
 	/* Two separate semvisor-run invocations, as two unrelated programs would be started. */
 	ping = dh_spawn(dh_prog_argv(&cping, d.sock, "daemon-sem",
-				     (const char *const[]){"ping", KEY, rounds, NULL}),
+				     (const char *const[]){ "ping", KEY, rounds, NULL }),
 			ping_path);
 	pong = dh_spawn(dh_prog_argv(&cpong, d.sock, "daemon-sem",
-				     (const char *const[]){"pong", KEY, rounds, NULL}),
+				     (const char *const[]){ "pong", KEY, rounds, NULL }),
 			pong_path);
 	cr_assert(dh_wait(ping, 60000, &st_ping), "ping timed out:\n%s", dh_slurp(ping_path));
 	cr_assert(dh_wait(pong, 60000, &st_pong), "pong timed out:\n%s", dh_slurp(pong_path));
@@ -113,7 +113,7 @@ Test(daemon_share, ipc_namespaces_isolated)
 	argv[n++] = "--ipc";
 	argv[n++] = "--";
 	for (const char *const *a =
-		 dh_prog_argv(&c, d.sock, "daemon-sem", (const char *const[]){"gone", KEY, NULL});
+		 dh_prog_argv(&c, d.sock, "daemon-sem", (const char *const[]){ "gone", KEY, NULL });
 	     *a; a++)
 		argv[n++] = *a;
 	argv[n] = NULL;
@@ -145,7 +145,7 @@ static void check_no_daemon(const char *sock, const char *why)
 
 Test(daemon_share, no_daemon)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct dh_daemon d;
 	int fd;
 

@@ -45,7 +45,8 @@ Test(daemon_systemd, units_verify)
 	char prefix[256], dest[256], unitdir[600], sbin[300], cmd[2 * PATH_MAX], path[700], *out,
 	    *text;
 	const char *install = dh_src("systemd/install.sh");
-	const char *units[] = {"semvisord.service", "semvisord.socket", "semvisord-control.socket"};
+	const char *units[] = { "semvisord.service", "semvisord.socket",
+				"semvisord-control.socket" };
 	int rc;
 
 	dh_setup_ns(false);
@@ -97,7 +98,7 @@ Test(daemon_systemd, units_verify)
 
 	/* the example configuration it installs is valid for the daemon it installs */
 	snprintf(path, sizeof(path), "%s/etc/semvisor/semvisord.conf", dest);
-	rc = daemon_cmd(&out, (const char *const[]){"--check", "-c", path, NULL});
+	rc = daemon_cmd(&out, (const char *const[]){ "--check", "-c", path, NULL });
 	cr_assert_eq(rc, 0, "--check of the installed configuration: exit %d:\n%s", rc, out);
 	free(out);
 	/* and an administrator's configuration survives a reinstall */
@@ -135,9 +136,9 @@ Test(daemon_systemd, socket_activation)
 	 * one it was given and make none.
 	 */
 	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", dh_empty_config());
-	pid = dh_spawn((const char *const[]){"systemd-socket-activate", listen_opt,
-					     "--fdname=agent", "--", dh_daemon_bin(), conf_opt,
-					     "--control-socket=", other_opt, NULL},
+	pid = dh_spawn((const char *const[]){ "systemd-socket-activate", listen_opt,
+					      "--fdname=agent", "--", dh_daemon_bin(), conf_opt,
+					      "--control-socket=", other_opt, NULL },
 		       log);
 	cr_assert(dh_wait_file(log, "Listening on", 1, 10000), "no socket:\n%s", dh_slurp(log));
 
@@ -212,12 +213,12 @@ static bool notify_recv(int fd, struct notif *n, int timeout_ms)
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(16 * sizeof(int))];
 	} ctl;
-	struct iovec iov = {n->text, sizeof(n->text) - 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = ctl.buf,
-			    .msg_controllen = sizeof(ctl.buf)};
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	struct iovec iov = { n->text, sizeof(n->text) - 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	ssize_t len;
 
 	if (poll(&pfd, 1, timeout_ms) != 1)
@@ -269,7 +270,7 @@ static bool notify_until(int fd, pid_t main_pid, const char *want, char *seen, s
 
 Test(daemon_systemd, sd_notify)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct dh_daemon d;
 	char env[300], seen[8192] = "", *out;
 	int fd, one = 1, calls = -1, clients = -1;
@@ -282,8 +283,8 @@ Test(daemon_systemd, sd_notify)
 	cr_assert(setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) == 0);
 	snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s", sa.sun_path);
 
-	cr_assert(dh_daemon_start_env(&d, "d", NULL, (const char *const[]){env, NULL}, NULL), "%s",
-		  dh_log(&d));
+	cr_assert(dh_daemon_start_env(&d, "d", NULL, (const char *const[]){ env, NULL }, NULL),
+		  "%s", dh_log(&d));
 	/* readiness, then a status line */
 	cr_assert(notify_until(fd, d.pid, "READY=1", seen, sizeof(seen), 5000),
 		  "no READY=1 (got: %s)", seen);
@@ -358,7 +359,7 @@ Test(daemon_systemd, reload_limits)
 	dh_setup();
 	dh_write_file(conf, "# limits: SEMMSL,SEMMNS,SEMOPM,SEMMNI\nlimits = 250,32000,32,128\n");
 	snprintf(confopt, sizeof(confopt), "--config=%s", conf);
-	dh_daemon_start(&d, "d", (const char *const[]){confopt, NULL});
+	dh_daemon_start(&d, "d", (const char *const[]){ confopt, NULL });
 	ASSERT_NSEMS_OK(d.sock, 200);
 	ASSERT_NSEMS_EINVAL(d.sock, 251);
 
@@ -406,7 +407,7 @@ Test(daemon_systemd, options_override_config)
 		      "limits = 250,32000,32,128\nworkers = 3\n",
 		      file_sock);
 
-	rc = daemon_cmd(&out, (const char *const[]){"--check", "-c", conf, NULL});
+	rc = daemon_cmd(&out, (const char *const[]){ "--check", "-c", conf, NULL });
 	snprintf(line, sizeof(line),
 		 "configuration OK: agent %s, control (none), namespaces shared\n", file_sock);
 	cr_assert(rc == 0 && strstr(out, line), "--check: exit %d:\n%s\nexpected: %s", rc, out,
@@ -429,8 +430,9 @@ Test(daemon_systemd, options_override_config)
 	free(out);
 
 	/* --set KEY=VALUE is an option too, and options apply in order */
-	rc = daemon_cmd(&out, (const char *const[]){"--check", "-c", conf, "--namespaces=shared",
-						    "--set", "namespaces=per-ipc-namespace", NULL});
+	rc = daemon_cmd(&out,
+			(const char *const[]){ "--check", "-c", conf, "--namespaces=shared",
+					       "--set", "namespaces=per-ipc-namespace", NULL });
 	cr_assert(rc == 0 && strstr(out, "namespaces per-ipc-namespace\n"), "exit %d:\n%s", rc,
 		  out);
 	free(out);
@@ -447,7 +449,8 @@ Test(daemon_systemd, options_override_config_live)
 	snprintf(confopt, sizeof(confopt), "--config=%s", conf);
 	dh_write_file(conf, "agent_socket = %s\nlimits = 250,32000,32,128\n", file_sock);
 	/* dh_daemon_start gives --agent-socket: the option's socket, not the file's */
-	dh_daemon_start(&d, "d", (const char *const[]){confopt, "--limits=10,32000,32,128", NULL});
+	dh_daemon_start(&d, "d",
+			(const char *const[]){ confopt, "--limits=10,32000,32,128", NULL });
 	cr_assert(access(file_sock, F_OK) != 0, "the file's socket was made despite the option");
 	ASSERT_NSEMS_OK(d.sock, 10);
 	ASSERT_NSEMS_EINVAL(d.sock, 11);
@@ -485,31 +488,32 @@ Test(daemon_systemd, check_config)
 	dh_write_file(bad, "workers = 2\n# fine so far\nwrokers = 3\n");
 	dh_write_file(badval, "workers = 2\nlimits = 1,2\n");
 
-	rc = daemon_cmd(&out, (const char *const[]){"--check", "-c", good, NULL});
+	rc = daemon_cmd(&out, (const char *const[]){ "--check", "-c", good, NULL });
 	cr_assert(rc == 0 && strstr(out, "configuration OK"), "good file: exit %d:\n%s", rc, out);
 	free(out);
 
-	rc = daemon_cmd(&out, (const char *const[]){"--check", "-c", bad, NULL});
+	rc = daemon_cmd(&out, (const char *const[]){ "--check", "-c", bad, NULL });
 	snprintf(want, sizeof(want), "%s:3: unknown setting 'wrokers'", bad);
 	cr_assert(rc == 1 && strstr(out, want), "unknown key: exit %d:\n%s\nexpected: %s", rc, out,
 		  want);
 	cr_assert(!strstr(out, "configuration OK"), "%s", out);
 	free(out);
 
-	rc = daemon_cmd(&out, (const char *const[]){"--check", "-c", badval, NULL});
+	rc = daemon_cmd(&out, (const char *const[]){ "--check", "-c", badval, NULL });
 	snprintf(want, sizeof(want), "%s:2: limits wants", badval);
 	cr_assert(rc == 1 && strstr(out, want), "bad value: exit %d:\n%s\nexpected: %s", rc, out,
 		  want);
 	free(out);
 
 	/* a file named explicitly must exist */
-	rc =
-	    daemon_cmd(&out, (const char *const[]){"--check", "-c", dh_path("missing.conf"), NULL});
+	rc = daemon_cmd(&out,
+			(const char *const[]){ "--check", "-c", dh_path("missing.conf"), NULL });
 	cr_assert(rc == 1 && strstr(out, "missing.conf"), "missing file: exit %d:\n%s", rc, out);
 	free(out);
 
 	/* bad options: exit 1 too, before anything starts */
-	rc = daemon_cmd(&out, (const char *const[]){"--check", "-c", good, "--workers=lots", NULL});
+	rc = daemon_cmd(&out,
+			(const char *const[]){ "--check", "-c", good, "--workers=lots", NULL });
 	cr_assert(rc == 1 && strstr(out, "workers"), "--workers=lots: exit %d:\n%s", rc, out);
 	free(out);
 }
@@ -525,8 +529,9 @@ Test(daemon_systemd, second_daemon_refused)
 	dh_setup();
 	dh_daemon_start(&d1, "d", NULL);
 	/* the same name: the same socket and log path, so d2 logs to its own file below */
-	cr_assert(!dh_daemon_start_env(
-		      &d2, "d2", (const char *const[]){"--agent-socket", d1.sock, NULL}, NULL, &st),
+	cr_assert(!dh_daemon_start_env(&d2, "d2",
+				       (const char *const[]){ "--agent-socket", d1.sock, NULL },
+				       NULL, &st),
 		  "a second daemon started on %s:\n%s", d1.sock, dh_log(&d2));
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "second daemon: %s", dh_status_text(st));
 	log = dh_log(&d2);
@@ -558,7 +563,8 @@ Test(daemon_systemd, sigterm)
 	dh_setup();
 	dh_daemon_start(&d, "d", NULL);
 	w = dh_spawn(
-	    dh_prog_argv(&c, d.sock, "daemon-sem", (const char *const[]){"wait", KEY, NULL}), wout);
+	    dh_prog_argv(&c, d.sock, "daemon-sem", (const char *const[]){ "wait", KEY, NULL }),
+	    wout);
 	cr_assert_eq(DH_SEM(d.sock, &out, "ncnt", KEY, "1"), 0, "the waiter never parked:\n%s\n%s",
 		     out, dh_slurp(wout));
 	free(out);
@@ -594,7 +600,7 @@ Test(daemon_systemd, hardened_capabilities)
 	const char *unit = dh_src("systemd/semvisord.service");
 	char *text, *line, bounding[256] = "--bounding-set=-all", want_caps[32], *out;
 	const char *wrap[8],
-	    *nobody[] = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", NULL};
+	    *nobody[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", NULL };
 	const char *argv[24];
 	struct dh_daemon d;
 	struct dh_cmd c;
@@ -615,9 +621,10 @@ Test(daemon_systemd, hardened_capabilities)
 		static const struct {
 			const char *name;
 			int bit;
-		} known[] = {{"CAP_CHOWN", 0},	    {"CAP_DAC_OVERRIDE", 1}, {"CAP_KILL", 5},
-			     {"CAP_SETUID", 7},	    {"CAP_SETGID", 6},	     {"CAP_SYS_PTRACE", 19},
-			     {"CAP_SYS_ADMIN", 21}, {"CAP_IPC_OWNER", 15}};
+		} known[] = { { "CAP_CHOWN", 0 },      { "CAP_DAC_OVERRIDE", 1 },
+			      { "CAP_KILL", 5 },       { "CAP_SETUID", 7 },
+			      { "CAP_SETGID", 6 },     { "CAP_SYS_PTRACE", 19 },
+			      { "CAP_SYS_ADMIN", 21 }, { "CAP_IPC_OWNER", 15 } };
 		size_t k;
 
 		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
@@ -652,7 +659,7 @@ Test(daemon_systemd, hardened_capabilities)
 	free(out);
 
 	dh_daemon_wrap = wrap;
-	dh_daemon_start(&d, "d", (const char *const[]){"--set", "agent_socket_mode=0666", NULL});
+	dh_daemon_start(&d, "d", (const char *const[]){ "--set", "agent_socket_mode=0666", NULL });
 	dh_daemon_wrap = NULL;
 	text = dh_slurp(
 	    (snprintf(want_caps, sizeof(want_caps), "/proc/%d/status", (int)d.pid), want_caps));
@@ -668,8 +675,8 @@ Test(daemon_systemd, hardened_capabilities)
 			argv[n++] = nobody[i];
 		for (const char *const *a =
 			 dh_prog_argv(&c, d.sock, "daemon-sem",
-				      round ? (const char *const[]){"show", KEY, "rm", NULL}
-					    : (const char *const[]){"post", KEY, "2", NULL});
+				      round ? (const char *const[]){ "show", KEY, "rm", NULL }
+					    : (const char *const[]){ "post", KEY, "2", NULL });
 		     *a; a++)
 			argv[n++] = *a;
 		argv[n] = NULL;

@@ -80,7 +80,7 @@ static struct run_slot {
 static inline void run_free(struct run_result *r)
 {
 	if (r->slot >= 0)
-		run_slots[r->slot] = (struct run_slot){0};
+		run_slots[r->slot] = (struct run_slot){ 0 };
 	free(r->out);
 	free(r->err);
 	r->out = r->err = NULL;
@@ -94,7 +94,7 @@ static inline void run_cleanup(void)
 			free(run_slots[i].out);
 			free(run_slots[i].err);
 		}
-		run_slots[i] = (struct run_slot){0};
+		run_slots[i] = (struct run_slot){ 0 };
 	}
 }
 
@@ -167,7 +167,7 @@ static inline void run_start(const struct run_spec *s, struct run_handle *h, str
 {
 	char run_path[PATH_MAX], prog_path[PATH_MAX];
 	char *argv[RUN_MAX_ARGS * 2 + 8];
-	int n = 0, outp[2], errp[2] = {-1, -1}, inp[2];
+	int n = 0, outp[2], errp[2] = { -1, -1 }, inp[2];
 	size_t off = 0;
 
 	memset(r, 0, sizeof(*r));
@@ -229,7 +229,7 @@ static inline void run_start(const struct run_spec *s, struct run_handle *h, str
 	r->slot = -1;
 	for (int i = 0; i < (int)(sizeof(run_slots) / sizeof(run_slots[0])); i++)
 		if (!run_slots[i].used) {
-			run_slots[i] = (struct run_slot){true, r->out, r->err};
+			run_slots[i] = (struct run_slot){ true, r->out, r->err };
 			r->slot = i;
 			break;
 		}
@@ -256,11 +256,11 @@ static inline bool run_pump(struct run_handle *h, const char *stop_at)
 			return false;
 		left_ms = (int)((h->deadline_ns - now) / 1000000) + 1;
 		if (h->out_fd >= 0)
-			pf[n++] = (struct pollfd){.fd = h->out_fd, .events = POLLIN};
+			pf[n++] = (struct pollfd){ .fd = h->out_fd, .events = POLLIN };
 		if (h->err_fd >= 0)
-			pf[n++] = (struct pollfd){.fd = h->err_fd, .events = POLLIN};
+			pf[n++] = (struct pollfd){ .fd = h->err_fd, .events = POLLIN };
 		if (h->in_fd >= 0)
-			pf[n++] = (struct pollfd){.fd = h->in_fd, .events = POLLOUT};
+			pf[n++] = (struct pollfd){ .fd = h->in_fd, .events = POLLOUT };
 		if (poll(pf, (nfds_t)n, left_ms) < 0 && errno != EINTR)
 			abort();
 		for (int i = 0; i < n; i++) {

@@ -139,7 +139,7 @@ static void queue_reply(struct ctl_server *srv, struct ctl_conn *c, Semvisor__Re
 	size_t n = ctl_frame_size(&reply->base);
 	size_t have = pending(c);
 	Semvisor__Reply small;
-	struct ctl_arena a = {0};
+	struct ctl_arena a = { 0 };
 
 	if (c->dead)
 		return;
@@ -195,7 +195,7 @@ out:
 static void watch_snapshot(struct ctl_server *srv, struct ctl_conn *c)
 {
 	Semvisor__Reply reply = SEMVISOR__REPLY__INIT;
-	struct ctl_arena a = {0};
+	struct ctl_arena a = { 0 };
 
 	reply.version = CTL_PROTO_VERSION;
 	reply.id = c->watch_id;
@@ -211,7 +211,7 @@ static void handle_frame(struct ctl_server *srv, struct ctl_conn *c, const uint8
 {
 	Semvisor__Reply reply = SEMVISOR__REPLY__INIT;
 	Semvisor__Request *req;
-	struct ctl_arena a = {0};
+	struct ctl_arena a = { 0 };
 	char why[256];
 	int st;
 
@@ -260,7 +260,7 @@ static void conn_process(struct ctl_server *srv, struct ctl_conn *c)
 		r = ctl_frame_peek(c->in, c->in_len, srv->o.max_frame, &plen);
 		if (r < 0) {
 			Semvisor__Reply reply = SEMVISOR__REPLY__INIT;
-			struct ctl_arena a = {0};
+			struct ctl_arena a = { 0 };
 			char why[128];
 
 			/* no way to find the next frame: say why, then hang up */
@@ -407,7 +407,7 @@ static void conn_free(struct ctl_conn *c)
 static void refuse(int fd, int status, const char *why)
 {
 	Semvisor__Reply reply = SEMVISOR__REPLY__INIT;
-	struct ctl_arena a = {0};
+	struct ctl_arena a = { 0 };
 	uint8_t buf[512];
 
 	reply.version = CTL_PROTO_VERSION;
@@ -456,7 +456,7 @@ static void conn_new(struct ctl_server *srv, int fd)
 	c->fd = fd;
 	c->in_cap = IN_MIN;
 	c->peer =
-	    (struct ctl_peer){.uid = cr.uid, .gid = cr.gid, .pid = cr.pid, .privileged = priv};
+	    (struct ctl_peer){ .uid = cr.uid, .gid = cr.gid, .pid = cr.pid, .privileged = priv };
 	srv->conns[srv->nconns++] = c;
 }
 
@@ -519,8 +519,8 @@ static void *ctl_main(void *arg)
 		int64_t now = ctl_now_ns(), next = INT64_MAX;
 		int n = 0, polled, timeout = -1;
 
-		srv->pfd[n++] = (struct pollfd){.fd = srv->stopfd, .events = POLLIN};
-		srv->pfd[n++] = (struct pollfd){.fd = srv->lfd, .events = POLLIN};
+		srv->pfd[n++] = (struct pollfd){ .fd = srv->stopfd, .events = POLLIN };
+		srv->pfd[n++] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
 		if (srv->accept_paused_until > now) {
 			srv->pfd[1].fd = -1;
 			next = srv->accept_paused_until;
@@ -534,7 +534,7 @@ static void *ctl_main(void *arg)
 				ev |= POLLIN;
 			if (pending(c))
 				ev |= POLLOUT;
-			srv->pfd[n++] = (struct pollfd){.fd = c->fd, .events = ev};
+			srv->pfd[n++] = (struct pollfd){ .fd = c->fd, .events = ev };
 			if (d < next)
 				next = d;
 		}
@@ -594,7 +594,7 @@ static int make_parent(const char *path, char *err, size_t errlen)
 
 static int bind_path(struct ctl_server *srv, char *err, size_t errlen)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = srv->o.path;
 	struct stat sb;
 	mode_t old;

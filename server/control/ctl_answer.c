@@ -118,7 +118,7 @@ static void *pv_finish(struct ptrvec *pv, struct ctl_arena *a, size_t *n)
 		memcpy(out, pv->v, pv->n * sizeof(*out));
 	}
 	free(pv->v);
-	*pv = (struct ptrvec){0};
+	*pv = (struct ptrvec){ 0 };
 	return out;
 }
 
@@ -190,12 +190,12 @@ static void ns_list_put(struct ns_list *l)
 	for (int i = 0; i < l->n; i++)
 		sv_ns_put(l->v[i].ns);
 	free(l->v);
-	*l = (struct ns_list){0};
+	*l = (struct ns_list){ 0 };
 }
 
 static void ns_list_get(struct ctl_ctx *cx, struct ns_list *l)
 {
-	*l = (struct ns_list){0};
+	*l = (struct ns_list){ 0 };
 	if (nt_super_for_each_ns(cx->super, ns_collect, l)) {
 		fprintf(stderr, "semvisor: control: out of memory\n");
 		abort();
@@ -227,13 +227,13 @@ static Semvisor__Limits *limits_msg(struct ctl_arena *a, const char *ns,
 /* ---- stats ---- */
 
 static const char *const semctl_names[NT_NCMDS] = {
-    [SV_IPC_RMID] = "IPC_RMID", [SV_IPC_SET] = "IPC_SET",
-    [SV_IPC_STAT] = "IPC_STAT", [SV_IPC_INFO] = "IPC_INFO",
-    [SV_GETPID] = "GETPID",	[SV_GETVAL] = "GETVAL",
-    [SV_GETALL] = "GETALL",	[SV_GETNCNT] = "GETNCNT",
-    [SV_GETZCNT] = "GETZCNT",	[SV_SETVAL] = "SETVAL",
-    [SV_SETALL] = "SETALL",	[SV_SEM_STAT] = "SEM_STAT",
-    [SV_SEM_INFO] = "SEM_INFO", [SV_SEM_STAT_ANY] = "SEM_STAT_ANY",
+	[SV_IPC_RMID] = "IPC_RMID", [SV_IPC_SET] = "IPC_SET",
+	[SV_IPC_STAT] = "IPC_STAT", [SV_IPC_INFO] = "IPC_INFO",
+	[SV_GETPID] = "GETPID",	    [SV_GETVAL] = "GETVAL",
+	[SV_GETALL] = "GETALL",	    [SV_GETNCNT] = "GETNCNT",
+	[SV_GETZCNT] = "GETZCNT",   [SV_SETVAL] = "SETVAL",
+	[SV_SETALL] = "SETALL",	    [SV_SEM_STAT] = "SEM_STAT",
+	[SV_SEM_INFO] = "SEM_INFO", [SV_SEM_STAT_ANY] = "SEM_STAT_ANY",
 };
 
 /*
@@ -341,7 +341,7 @@ static int client_collect(const struct nt_client_info *ci, void *arg)
 
 static Semvisor__Client **clients_list(struct ctl_ctx *cx, struct ctl_arena *a, size_t *n)
 {
-	struct clients_ctx cc = {.a = a};
+	struct clients_ctx cc = { .a = a };
 
 	nt_super_for_each_client(cx->super, client_collect, &cc);
 	return pv_finish(&cc.pv, a, n);
@@ -351,7 +351,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 {
 	Semvisor__Stats *s = ctl_xalloc(a, sizeof(*s));
 	Semvisor__CallCounts *c = ctl_xalloc(a, sizeof(*c));
-	struct ptrvec pv = {0};
+	struct ptrvec pv = { 0 };
 	struct nt_stats st;
 	struct timespec wall;
 	int64_t now = ctl_now_ns();
@@ -487,7 +487,7 @@ static void answer_list_sets(struct ctl_ctx *cx, const Semvisor__ListSetsRequest
 			     Semvisor__Reply *reply, struct ctl_arena *a)
 {
 	Semvisor__SetList *m = ctl_xalloc(a, sizeof(*m));
-	struct sets_ctx sc = {.a = a};
+	struct sets_ctx sc = { .a = a };
 	struct ns_list l;
 	bool found = !*rq->ns;
 
@@ -657,10 +657,10 @@ static void answer_set_limits(struct ctl_ctx *cx, const struct ctl_peer *peer,
 			      struct ctl_arena *a)
 {
 	struct sv_limits lim = {
-	    .semmsl = rq->semmsl,
-	    .semmns = rq->semmns,
-	    .semopm = rq->semopm,
-	    .semmni = rq->semmni,
+		.semmsl = rq->semmsl,
+		.semmns = rq->semmns,
+		.semopm = rq->semopm,
+		.semmni = rq->semmni,
 	};
 	char why[160];
 	int rc;

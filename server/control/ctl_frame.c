@@ -134,14 +134,14 @@ static bool has_field_zero(const ProtobufCMessage *m)
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 			size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
 			ProtobufCMessage *const *sub =
-				*(ProtobufCMessage *const *const *)(const void *)(base + f->offset);
+			    *(ProtobufCMessage *const *const *)(const void *)(base + f->offset);
 
 			for (size_t j = 0; j < n; j++)
 				if (sub[j] && has_field_zero(sub[j]))
 					return true;
 		} else {
 			const ProtobufCMessage *sub =
-				*(ProtobufCMessage *const *)(const void *)(base + f->offset);
+			    *(ProtobufCMessage *const *)(const void *)(base + f->offset);
 
 			if (sub && has_field_zero(sub))
 				return true;

@@ -24,7 +24,7 @@
 #include "daemon/daemon.h"
 #include "notify/handoff.h"
 
-#define AGENT_INFLIGHT   64
+#define AGENT_INFLIGHT	 64
 #define AGENT_TIMEOUT_MS 5000
 
 static atomic_int inflight;

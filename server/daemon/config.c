@@ -66,8 +66,9 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 		if (!copy_str(c->control_path, sizeof(c->control_path), v) &&
 		    (v[0] == '/' || !v[0]))
 			return 0;
-		snprintf(err, errlen,
-			 "control_socket wants an absolute path under 108 bytes (or nothing: none)");
+		snprintf(
+		    err, errlen,
+		    "control_socket wants an absolute path under 108 bytes (or nothing: none)");
 	} else if (!strcmp(key, "control_socket_mode")) {
 		if (!parse_int(v, 0, 0777, &n)) {
 			c->control_mode = (mode_t)n;

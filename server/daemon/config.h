@@ -19,23 +19,23 @@
 #define CFG_DEFAULT_CONTROL "/run/semvisor/control.sock"
 
 enum cfg_ns_policy {
-	CFG_NS_PER_IPC,  /* one namespace per caller IPC namespace (as one kernel would) */
-	CFG_NS_SHARED,   /* every client in one namespace, named "shared" */
+	CFG_NS_PER_IPC, /* one namespace per caller IPC namespace (as one kernel would) */
+	CFG_NS_SHARED,	/* every client in one namespace, named "shared" */
 };
 
 struct cfg {
 	char agent_path[108];
 	mode_t agent_mode;
-	char agent_group[64];   /* "" : leave the group alone */
+	char agent_group[64];	/* "" : leave the group alone */
 	char control_path[108]; /* "" : no control socket */
 	mode_t control_mode;
 	char control_group[64];
-	int workers;            /* 0: the default (1) */
+	int workers; /* 0: the default (1) */
 	bool have_limits;
 	struct sv_limits limits;
 	enum cfg_ns_policy ns_policy;
-	bool trace;             /* one line per served call on stderr (the journal) */
-	int max_clients;        /* listeners served at once */
+	bool trace;	 /* one line per served call on stderr (the journal) */
+	int max_clients; /* listeners served at once */
 };
 
 void cfg_defaults(struct cfg *c);

@@ -17,8 +17,8 @@ struct daemon {
 	bool explicit_config;
 	struct cfg_override overrides[64];
 	int noverrides;
-	int lock_fd;      /* flock on AGENT.lock: one daemon per agent socket */
-	void *loop;       /* struct ev_loop *, for agent_resume() */
+	int lock_fd; /* flock on AGENT.lock: one daemon per agent socket */
+	void *loop;  /* struct ev_loop *, for agent_resume() */
 	struct nt_super *super;
 	int agent_fd;
 	bool agent_bound; /* we created the socket file (so we remove it) */

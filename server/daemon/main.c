@@ -122,7 +122,16 @@ static int load_config(struct daemon *d, struct cfg *c)
 
 static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 {
-	enum { O_AGENT = 256, O_CONTROL, O_WORKERS, O_LIMITS, O_NS, O_TRACE, O_SET, O_CHECK };
+	enum {
+		O_AGENT = 256,
+		O_CONTROL,
+		O_WORKERS,
+		O_LIMITS,
+		O_NS,
+		O_TRACE,
+		O_SET,
+		O_CHECK
+	};
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "agent-socket", required_argument, NULL, O_AGENT },
@@ -265,13 +274,12 @@ static int bind_unix(const char *path, mode_t mode, const char *group, char *err
 	return fd;
 fail_fd:
 	close(fd);
-fail:
-	{
-		int e = errno;
+fail : {
+	int e = errno;
 
-		snprintf(err, errlen, "%.107s: %s", path, strerror(e));
-		return -e;
-	}
+	snprintf(err, errlen, "%.107s: %s", path, strerror(e));
+	return -e;
+}
 }
 
 static int lock_instance(struct daemon *d, char *err, size_t errlen)
@@ -350,8 +358,8 @@ static void status(struct daemon *d)
 	nt_super_stats(d->super, &st);
 	for (int i = 0; i < NT_NCALLS; i++)
 		calls += st.calls[i];
-	sd_notifyf(0, "STATUS=serving %d clients; %llu calls served",
-		   nt_super_nlisteners(d->super), (unsigned long long)calls);
+	sd_notifyf(0, "STATUS=serving %d clients; %llu calls served", nt_super_nlisteners(d->super),
+		   (unsigned long long)calls);
 }
 
 static void on_status(struct ev_loop *loop, ev_timer *w, int revents)
@@ -395,8 +403,8 @@ static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 		if (rc)
 			dlog(d, "reload: limits: %s", strerror(-rc));
 		else
-			dlog(d, "reload: limits now %d %d %d %d", lim.semmsl, lim.semmns, lim.semopm,
-			     lim.semmni);
+			dlog(d, "reload: limits now %d %d %d %d", lim.semmsl, lim.semmns,
+			     lim.semopm, lim.semmni);
 		d->cfg.max_clients = fresh.max_clients;
 		if (strcmp(fresh.agent_path, d->cfg.agent_path) ||
 		    strcmp(fresh.control_path, d->cfg.control_path) ||

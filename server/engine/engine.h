@@ -25,7 +25,7 @@
 #include "engine/sem.h"
 #include "lock/lock.h"
 
-#define SV_RELAXED(p)        atomic_load_explicit((p), memory_order_relaxed)
+#define SV_RELAXED(p)	     atomic_load_explicit((p), memory_order_relaxed)
 #define SV_SET_RELAXED(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
 /* A counter only ever written under one lock: a plain add, but readable without that lock. */
 #ifndef SV_NO_COUNTERS
@@ -88,13 +88,13 @@ struct sv_set {
 	int nsems;
 	atomic_int refcount;
 	atomic_int use_global_lock; /* > 0: complex mode; release/acquire pair in sem.c */
-	int complex_count;          /* parked operations on more than one semaphore */
+	int complex_count;	    /* parked operations on more than one semaphore */
 	bool deleted;
 	_Atomic uint32_t uid, gid, cuid, cgid, mode;
 	_Atomic int64_t ctime;
-	_Atomic int64_t otime; /* the latest of the kernel's per-semaphore otimes */
+	_Atomic int64_t otime;		    /* the latest of the kernel's per-semaphore otimes */
 	struct cds_list_head pending_alter; /* complex waiters that alter, and merged simple ones */
-	struct cds_list_head undos;         /* struct sv_undo.set_node */
+	struct cds_list_head undos;	    /* struct sv_undo.set_node */
 	/*
 	 * call_rcu() writes rcu once the last reference is gone; by then no reader looks at the
 	 * waiter lists (every path checks deleted under the lock first), so they share memory.
@@ -121,8 +121,8 @@ static inline struct sv_sem *sv_sems(const struct sv_set *set)
 }
 
 enum sv_waiter_state {
-	SV_W_PARKED,    /* on a pending list */
-	SV_W_DONE,      /* completed by a wake pass: on a wake queue, status is final */
+	SV_W_PARKED,	/* on a pending list */
+	SV_W_DONE,	/* completed by a wake pass: on a wake queue, status is final */
 	SV_W_CANCELLED, /* taken off by sv_waiter_cancel() */
 };
 
@@ -141,7 +141,7 @@ struct sv_waiter {
 	int status;
 	uint8_t state;
 	bool alter;
-	bool applied; /* completed with status 0: the operation changed values */
+	bool applied;	   /* completed with status 0: the operation changed values */
 	uint16_t blocking; /* index of the sop that made it wait (for GETNCNT/GETZCNT) */
 	unsigned int nsops;
 	int32_t *oldpid; /* sempid of each sop's semaphore before it was applied */
@@ -168,7 +168,7 @@ struct sv_undo {
 };
 
 struct sv_proc {
-	pthread_mutex_t lock;       /* proc->undos changes, dead */
+	pthread_mutex_t lock;	    /* proc->undos changes, dead */
 	struct cds_list_head undos; /* entries; those applied at exit stay (semid -1) until freed */
 	struct rcu_head rcu;
 	struct sv_ns *ns;
@@ -188,13 +188,13 @@ struct sv_ns {
 	/* index -> set for SEM_STAT; chunks published with rcu_assign_pointer */
 	struct sv_set *_Atomic *_Atomic slots[SV_SLOT_CHUNKS];
 	uint64_t used[SV_IPCMNI / 64]; /* (ids) allocated indexes */
-	int in_use;                    /* (ids) number of sets */
-	int used_sems;                 /* (ids) semaphores in all sets */
-	int max_idx;                   /* (ids) highest index in use, -1 if none */
-	int last_idx;                  /* (ids) index given out last */
-	int seq;                       /* (ids) sequence number for new ids */
-	int next_id;                   /* (ids) sem_next_id, -1 if unset */
-	unsigned int idr_next;         /* (ids) where the cyclic index search starts */
+	int in_use;		       /* (ids) number of sets */
+	int used_sems;		       /* (ids) semaphores in all sets */
+	int max_idx;		       /* (ids) highest index in use, -1 if none */
+	int last_idx;		       /* (ids) index given out last */
+	int seq;		       /* (ids) sequence number for new ids */
+	int next_id;		       /* (ids) sem_next_id, -1 if unset */
+	unsigned int idr_next;	       /* (ids) where the cyclic index search starts */
 	atomic_int refcount;
 	atomic_int nwaiters; /* statistics */
 };

@@ -35,8 +35,9 @@ int64_t sv_now(void)
 
 void sv_limits_default(struct sv_limits *out)
 {
-	*out = (struct sv_limits){ .semmsl = 32000, .semmns = SV_SEMMNS, .semopm = 500,
-				   .semmni = 32000 };
+	*out = (struct sv_limits){
+		.semmsl = 32000, .semmns = SV_SEMMNS, .semopm = 500, .semmni = 32000
+	};
 }
 
 void sv_limits_host(struct sv_limits *out)
@@ -135,8 +136,7 @@ void sv_ns_shutdown(struct sv_ns *ns, struct sv_wakeq *wq)
 	if (pthread_mutex_lock(&ns->ids_lock))
 		abort();
 	rcu_read_lock();
-	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node)
-	{
+	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node) {
 		sv_sem_lock(set, NULL, 0);
 		sv_freeary(ns, set, wq);
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -547,8 +547,7 @@ int sv_ns_for_each_set(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, v
 	int ret = 0;
 
 	rcu_read_lock();
-	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node)
-	{
+	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node) {
 		set_info(set, &info);
 		ret = fn(&info, arg);
 		if (ret)
@@ -626,8 +625,7 @@ void sv_ns_reset_stats(struct sv_ns *ns)
 	struct sv_set *set;
 
 	rcu_read_lock();
-	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node)
-	{
+	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node) {
 		sv_sem_lock(set, NULL, 0);
 		SV_SET_RELAXED(&set->lock_spun, 0);
 		SV_SET_RELAXED(&set->lock_slept, 0);

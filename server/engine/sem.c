@@ -57,8 +57,8 @@
 
 #include "engine/engine.h"
 
-#define S_IRUGO_ 0444
-#define S_IWUGO_ 0222
+#define S_IRUGO_    0444
+#define S_IWUGO_    0222
 #define SEMOPM_FAST 64 /* sops copied on the stack up to this many */
 
 /* ---- the caller's memory ---- */
@@ -227,8 +227,7 @@ static void unmerge_queues(struct sv_set *set)
 
 	if (set->complex_count)
 		return;
-	cds_list_for_each_entry_safe(w, tmp, &set->pending_alter, node)
-	{
+	cds_list_for_each_entry_safe(w, tmp, &set->pending_alter, node) {
 		cds_list_del(&w->node);
 		cds_list_add_tail(&w->node, &sv_sems(set)[w->sops[0].sem_num].pending_alter);
 	}
@@ -268,7 +267,7 @@ void sv_set_otime(struct sv_set *set)
 	int64_t cur = SV_RELAXED(&set->otime);
 
 	while (cur < now && !atomic_compare_exchange_weak_explicit(
-				    &set->otime, &cur, now, memory_order_relaxed, memory_order_relaxed))
+				&set->otime, &cur, now, memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -281,8 +280,8 @@ void sv_set_otime(struct sv_set *set)
  * Caller holds the lock(s) covering every semaphore in sops.
  */
 static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops,
-				unsigned int nsops, struct sv_undo *un, int32_t pid, int32_t *oldpid,
-				unsigned int *blocking)
+				unsigned int nsops, struct sv_undo *un, int32_t pid,
+				int32_t *oldpid, unsigned int *blocking)
 {
 	unsigned int i;
 	int result;
@@ -338,8 +337,8 @@ undo:
 static int waiter_perform(struct sv_set *set, struct sv_waiter *w)
 {
 	unsigned int blocking = w->blocking;
-	int ret = perform_atomic_semop(set, w->sops, w->nsops, w->un, w->proc->pid, w->oldpid,
-				       &blocking);
+	int ret =
+	    perform_atomic_semop(set, w->sops, w->nsops, w->un, w->proc->pid, w->oldpid, &blocking);
 
 	w->blocking = (uint16_t)blocking;
 	return ret;
@@ -406,12 +405,11 @@ static bool orphaned(const struct sv_waiter *w)
 static bool wake_const_ops(struct sv_set *set, int semnum, struct sv_wakeq *wq)
 {
 	struct cds_list_head *list =
-		semnum == -1 ? &set->pending_const : &sv_sems(set)[semnum].pending_const;
+	    semnum == -1 ? &set->pending_const : &sv_sems(set)[semnum].pending_const;
 	struct sv_waiter *w, *tmp;
 	bool completed = false;
 
-	cds_list_for_each_entry_safe(w, tmp, list, node)
-	{
+	cds_list_for_each_entry_safe(w, tmp, list, node) {
 		int err;
 
 		if (orphaned(w)) {
@@ -471,13 +469,12 @@ static bool check_restart(struct sv_set *set, const struct sv_waiter *w)
 static bool update_queue(struct sv_set *set, int semnum, struct sv_wakeq *wq)
 {
 	struct cds_list_head *list =
-		semnum == -1 ? &set->pending_alter : &sv_sems(set)[semnum].pending_alter;
+	    semnum == -1 ? &set->pending_alter : &sv_sems(set)[semnum].pending_alter;
 	struct sv_waiter *w, *tmp;
 	bool completed = false;
 
 again:
-	cds_list_for_each_entry_safe(w, tmp, list, node)
-	{
+	cds_list_for_each_entry_safe(w, tmp, list, node) {
 		bool restart = false;
 		int err;
 
@@ -545,20 +542,20 @@ int sv_count_semcnt(struct sv_set *set, int semnum, bool count_zero)
 
 	/* every waiter on a semaphore's own lists waits for exactly that semaphore */
 	if (count_zero) {
-		cds_list_for_each_entry(w, &sv_sems(set)[semnum].pending_const, node) n++;
+		cds_list_for_each_entry(w, &sv_sems(set)[semnum].pending_const, node)
+			n++;
 	} else {
-		cds_list_for_each_entry(w, &sv_sems(set)[semnum].pending_alter, node) n++;
+		cds_list_for_each_entry(w, &sv_sems(set)[semnum].pending_alter, node)
+			n++;
 	}
-	cds_list_for_each_entry(w, &set->pending_alter, node)
-	{
+	cds_list_for_each_entry(w, &set->pending_alter, node) {
 		const struct sv_sembuf *sop = &w->sops[w->blocking];
 
 		if (sop->sem_num == semnum && (count_zero ? sop->sem_op == 0 : sop->sem_op < 0))
 			n++;
 	}
 	if (count_zero) {
-		cds_list_for_each_entry(w, &set->pending_const, node)
-		{
+		cds_list_for_each_entry(w, &set->pending_const, node) {
 			const struct sv_sembuf *sop = &w->sops[w->blocking];
 
 			if (sop->sem_num == semnum && sop->sem_op == 0)
@@ -575,26 +572,22 @@ void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq)
 
 	sv_undo_unlink_all(set);
 
-	cds_list_for_each_entry_safe(w, tmp, &set->pending_const, node)
-	{
+	cds_list_for_each_entry_safe(w, tmp, &set->pending_const, node) {
 		unlink_queue(set, w);
 		complete(w, -EIDRM, wq);
 	}
-	cds_list_for_each_entry_safe(w, tmp, &set->pending_alter, node)
-	{
+	cds_list_for_each_entry_safe(w, tmp, &set->pending_alter, node) {
 		unlink_queue(set, w);
 		complete(w, -EIDRM, wq);
 	}
 	for (int i = 0; i < set->nsems; i++) {
 		struct sv_sem *sem = &sv_sems(set)[i];
 
-		cds_list_for_each_entry_safe(w, tmp, &sem->pending_const, node)
-		{
+		cds_list_for_each_entry_safe(w, tmp, &sem->pending_const, node) {
 			unlink_queue(set, w);
 			complete(w, -EIDRM, wq);
 		}
-		cds_list_for_each_entry_safe(w, tmp, &sem->pending_alter, node)
-		{
+		cds_list_for_each_entry_safe(w, tmp, &sem->pending_alter, node) {
 			unlink_queue(set, w);
 			complete(w, -EIDRM, wq);
 		}
@@ -736,8 +729,8 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 		goto out_unlock;
 	}
 
-	err = perform_atomic_semop(set, sops, nsops, un, c->proc ? c->proc->pid : 0, NULL,
-				   &blocking);
+	err =
+	    perform_atomic_semop(set, sops, nsops, un, c->proc ? c->proc->pid : 0, NULL, &blocking);
 	if (err == 0) {
 		if (alter)
 			sv_do_smart_update(set, sops, nsops, true, wq);

@@ -34,24 +34,24 @@
 #define SV_SEQ_MAX (0x7fffffff / SV_IPCMNI)
 
 /* Commands and flags, with the values of the x86_64 ABI. */
-#define SV_IPC_CREAT    00001000
-#define SV_IPC_EXCL     00002000
-#define SV_IPC_NOWAIT   00004000
-#define SV_SEM_UNDO     0x1000
-#define SV_IPC_PRIVATE  0
-#define SV_IPC_RMID     0
-#define SV_IPC_SET      1
-#define SV_IPC_STAT     2
-#define SV_IPC_INFO     3
-#define SV_GETPID       11
-#define SV_GETVAL       12
-#define SV_GETALL       13
-#define SV_GETNCNT      14
-#define SV_GETZCNT      15
-#define SV_SETVAL       16
-#define SV_SETALL       17
-#define SV_SEM_STAT     18
-#define SV_SEM_INFO     19
+#define SV_IPC_CREAT	00001000
+#define SV_IPC_EXCL	00002000
+#define SV_IPC_NOWAIT	00004000
+#define SV_SEM_UNDO	0x1000
+#define SV_IPC_PRIVATE	0
+#define SV_IPC_RMID	0
+#define SV_IPC_SET	1
+#define SV_IPC_STAT	2
+#define SV_IPC_INFO	3
+#define SV_GETPID	11
+#define SV_GETVAL	12
+#define SV_GETALL	13
+#define SV_GETNCNT	14
+#define SV_GETZCNT	15
+#define SV_SETVAL	16
+#define SV_SETALL	17
+#define SV_SEM_STAT	18
+#define SV_SEM_INFO	19
 #define SV_SEM_STAT_ANY 20
 
 /* sv_semtimedop() returns this when the operation waits; the ticket is in park->waiter. */
@@ -120,9 +120,9 @@ struct sv_caller {
 
 /* Parking: what sv_semtimedop() hands back with SV_PARKED. */
 struct sv_park {
-	void *cookie;             /* in: kept in the waiter for the caller */
+	void *cookie;		  /* in: kept in the waiter for the caller */
 	struct sv_waiter *waiter; /* out: the ticket */
-	bool timed;               /* out: semtimedop gave a timeout ... */
+	bool timed;		  /* out: semtimedop gave a timeout ... */
 	struct timespec timeout;  /* ... of this length, counted from now */
 };
 
@@ -250,7 +250,7 @@ struct sv_sem_info {
 	int semval;
 	int32_t sempid;
 	int ncnt, zcnt;
-	uint64_t nops;   /* completed operations that named this semaphore */
+	uint64_t nops;	 /* completed operations that named this semaphore */
 	uint64_t nwaits; /* operations that parked with this semaphore as their blocking one */
 	uint64_t lock_spun, lock_slept;
 };

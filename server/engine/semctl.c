@@ -163,7 +163,8 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 		rcu_read_unlock();
 		return -EIDRM;
 	}
-	cds_list_for_each_entry(un, &set->undos, set_node) un->semadj[semnum] = 0;
+	cds_list_for_each_entry(un, &set->undos, set_node)
+		un->semadj[semnum] = 0;
 	sv_sems(set)[semnum].semval = val;
 	sv_sems(set)[semnum].sempid = c->proc ? c->proc->pid : 0;
 	SV_SET_RELAXED(&set->ctime, sv_now());

@@ -59,7 +59,8 @@ static void proc_free_rcu(struct rcu_head *head)
 	struct sv_undo *un, *tmp;
 
 	/* Only exited entries are left: live ones would still be on a set's list. */
-	cds_list_for_each_entry_safe(un, tmp, &p->undos, proc_node) free(un);
+	cds_list_for_each_entry_safe(un, tmp, &p->undos, proc_node)
+		free(un);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -186,8 +187,7 @@ void sv_undo_unlink_all(struct sv_set *set)
 {
 	struct sv_undo *un, *tmp;
 
-	cds_list_for_each_entry_safe(un, tmp, &set->undos, set_node)
-	{
+	cds_list_for_each_entry_safe(un, tmp, &set->undos, set_node) {
 		struct sv_proc *p = un->proc;
 
 		cds_list_del(&un->set_node);
@@ -207,8 +207,7 @@ static struct sv_undo *first_live(struct sv_proc *p)
 {
 	struct sv_undo *un;
 
-	cds_list_for_each_entry(un, &p->undos, proc_node)
-	{
+	cds_list_for_each_entry(un, &p->undos, proc_node) {
 		if (un->semid != -1)
 			return un;
 	}

@@ -220,7 +220,7 @@ static struct {
 	uint32_t free_head;	/* 1 + index of the first free node, chained by free_next */
 	_Atomic uint32_t nodes; /* nodes created; indices below it are valid */
 	_Atomic uint32_t live;	/* nodes owned by a thread */
-} reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} reg = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static pthread_key_t reg_key;
@@ -668,7 +668,7 @@ static inline bool spin_expired(struct spin_clock *sc)
 static bool spin_phase(struct amutex *m, struct amutex_node *me, uint64_t t0, long budget,
 		       bool adaptive)
 {
-	struct spin_clock sc = {.deadline = t0 + (uint64_t)budget, .n = SPIN_CLOCK_EVERY - 1};
+	struct spin_clock sc = { .deadline = t0 + (uint64_t)budget, .n = SPIN_CLOCK_EVERY - 1 };
 	uint32_t prev;
 
 	atomic_store_explicit(&me->locked, 0, memory_order_relaxed);

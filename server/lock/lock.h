@@ -17,8 +17,8 @@
 
 enum sv_lock_how {
 	SV_LOCK_FAST = 0, /* free at the first attempt */
-	SV_LOCK_SPUN,     /* obtained after spinning */
-	SV_LOCK_SLEPT,    /* obtained after sleeping at least once */
+	SV_LOCK_SPUN,	  /* obtained after spinning */
+	SV_LOCK_SLEPT,	  /* obtained after sleeping at least once */
 };
 
 #ifdef SV_LOCK_PTHREAD

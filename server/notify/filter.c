@@ -19,10 +19,10 @@ static const int sem_calls[] = { SCMP_SYS(semget), SCMP_SYS(semop), SCMP_SYS(sem
 				 SCMP_SYS(semctl) };
 
 static const int cred_calls[] = {
-	SCMP_SYS(setuid),   SCMP_SYS(setgid),    SCMP_SYS(setreuid),  SCMP_SYS(setregid),
+	SCMP_SYS(setuid),    SCMP_SYS(setgid),	  SCMP_SYS(setreuid), SCMP_SYS(setregid),
 	SCMP_SYS(setresuid), SCMP_SYS(setresgid), SCMP_SYS(setfsuid), SCMP_SYS(setfsgid),
-	SCMP_SYS(setgroups), SCMP_SYS(capset),   SCMP_SYS(execve),    SCMP_SYS(execveat),
-	SCMP_SYS(unshare),  SCMP_SYS(setns),
+	SCMP_SYS(setgroups), SCMP_SYS(capset),	  SCMP_SYS(execve),   SCMP_SYS(execveat),
+	SCMP_SYS(unshare),   SCMP_SYS(setns),
 };
 
 bool filter_is_cred_change(int nr)
@@ -69,8 +69,8 @@ static int build_i386(scmp_filter_ctx *out)
 		goto fail;
 	ipc = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "ipc");
 	for (int call = 1; call <= 4 && ipc >= 0; call++) {
-		rc = seccomp_rule_add_exact(ctx, nosys, ipc, 1,
-					    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffff, (scmp_datum_t)call));
+		rc = seccomp_rule_add_exact(
+		    ctx, nosys, ipc, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffff, (scmp_datum_t)call));
 		if (rc && rc != -EEXIST)
 			goto fail;
 	}
@@ -162,8 +162,9 @@ int filter_install(const struct filter_opts *opts, char *err, size_t errlen)
 			 "(EBUSY)");
 		break;
 	case EACCES:
-		snprintf(err, errlen, "installing a seccomp filter needs no_new_privs or "
-				      "CAP_SYS_ADMIN (EACCES)");
+		snprintf(err, errlen,
+			 "installing a seccomp filter needs no_new_privs or "
+			 "CAP_SYS_ADMIN (EACCES)");
 		break;
 	case EINVAL:
 	case ENOSYS:

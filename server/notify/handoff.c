@@ -104,9 +104,9 @@ enum jt {
 
 /* Names as the error messages use them. */
 static const char *const jt_name[] = {
-    [JT_SKIP] = "value",  [JT_ROOT] = "message",	[JT_STATE] = "state",
-    [JT_PID] = "pid",	  [JT_STATE_PID] = "state.pid", [JT_METADATA] = "metadata",
-    [JT_ID] = "state.id", [JT_BUNDLE] = "state.bundle", [JT_FDS] = "fds",
+	[JT_SKIP] = "value",  [JT_ROOT] = "message",	    [JT_STATE] = "state",
+	[JT_PID] = "pid",     [JT_STATE_PID] = "state.pid", [JT_METADATA] = "metadata",
+	[JT_ID] = "state.id", [JT_BUNDLE] = "state.bundle", [JT_FDS] = "fds",
 };
 
 /* Keys we extract, per object, and their bit in jp.seen (duplicate detection). */
@@ -118,10 +118,10 @@ struct jkey {
 };
 
 static const struct jkey jkeys[] = {
-    {JT_ROOT, "pid", JT_PID, 1u << 0},	      {JT_ROOT, "metadata", JT_METADATA, 1u << 1},
-    {JT_ROOT, "fds", JT_FDS, 1u << 2},	      {JT_ROOT, "state", JT_STATE, 1u << 3},
-    {JT_STATE, "id", JT_ID, 1u << 4},	      {JT_STATE, "bundle", JT_BUNDLE, 1u << 5},
-    {JT_STATE, "pid", JT_STATE_PID, 1u << 6},
+	{ JT_ROOT, "pid", JT_PID, 1u << 0 },	    { JT_ROOT, "metadata", JT_METADATA, 1u << 1 },
+	{ JT_ROOT, "fds", JT_FDS, 1u << 2 },	    { JT_ROOT, "state", JT_STATE, 1u << 3 },
+	{ JT_STATE, "id", JT_ID, 1u << 4 },	    { JT_STATE, "bundle", JT_BUNDLE, 1u << 5 },
+	{ JT_STATE, "pid", JT_STATE_PID, 1u << 6 },
 };
 
 struct jp {
@@ -467,7 +467,7 @@ static int jp_object(struct jp *p, enum jt in)
 	}
 	for (;;) {
 		char key[HO_KEY_MAX];
-		struct jstr k = {key, sizeof(key), 0, false};
+		struct jstr k = { key, sizeof(key), 0, false };
 		size_t kpos;
 		unsigned int bit;
 		enum jt what;
@@ -517,7 +517,7 @@ static int jp_fd_name(struct jp *p, size_t i)
 {
 	static const char want[] = "seccompFd";
 	char name[HO_KEY_MAX];
-	struct jstr n = {name, sizeof(name), 0, false};
+	struct jstr n = { name, sizeof(name), 0, false };
 	size_t at = p->pos;
 
 	if (i >= HO_MAX_FDS)
@@ -596,7 +596,7 @@ static int jp_wrong_type(struct jp *p, enum jt t, const char *want)
 /* A string field of ho_info: refused whole if it does not fit, never cut. */
 static int jp_field(struct jp *p, enum jt t, char *buf, size_t cap)
 {
-	struct jstr o = {buf, cap, 0, false};
+	struct jstr o = { buf, cap, 0, false };
 	size_t at = p->pos;
 
 	if (jp_string(p, &o))
@@ -663,7 +663,7 @@ static int jp_value(struct jp *p, enum jt t)
 	case '"':
 		switch (t) {
 		case JT_SKIP:
-			return jp_string(p, &(struct jstr){NULL, 0, 0, false});
+			return jp_string(p, &(struct jstr){ NULL, 0, 0, false });
 		case JT_METADATA:
 			return jp_field(p, t, p->info->metadata, sizeof(p->info->metadata));
 		case JT_ID:
@@ -714,12 +714,12 @@ int ho_parse(const char *json, size_t len, struct ho_info *info, int *fd_index, 
 	     size_t errlen)
 {
 	struct jp p = {
-	    .s = (const unsigned char *)json,
-	    .len = len,
-	    .err = err,
-	    .errlen = errlen,
-	    .info = info,
-	    .fd_index = -1,
+		.s = (const unsigned char *)json,
+		.len = len,
+		.err = err,
+		.errlen = errlen,
+		.info = info,
+		.fd_index = -1,
 	};
 
 	memset(info, 0, sizeof(*info));
@@ -851,7 +851,7 @@ static int jo_string(struct jout *o, const char *s, size_t cap)
 /* The message runc would send for this process (runc omits an empty metadata, so do we). */
 static int ho_build(const struct ho_info *info, char *buf, size_t cap, size_t *len)
 {
-	struct jout o = {buf, cap, 0};
+	struct jout o = { buf, cap, 0 };
 	char num[16];
 
 	if (info->pid <= 0)
@@ -895,9 +895,9 @@ int ho_send(int sock, int listener_fd, const struct ho_info *info)
 	if (rc)
 		return rc;
 	while (off < len) {
-		struct iovec iov = {msg + off, len - off};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		struct pollfd pfd = {.fd = sock, .events = POLLOUT};
+		struct iovec iov = { msg + off, len - off };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct pollfd pfd = { .fd = sock, .events = POLLOUT };
 		ssize_t n;
 
 		if (off == 0) {
@@ -1071,7 +1071,7 @@ static int64_t now_ms(void)
 /* 0 when sock is readable, -ETIMEDOUT past the deadline (-1: none), or -errno. */
 static int ho_wait(int sock, int64_t deadline)
 {
-	struct pollfd pfd = {.fd = sock, .events = POLLIN};
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
 
 	for (;;) {
 		int64_t left = -1;
@@ -1101,8 +1101,8 @@ int ho_recv(int sock, int *listener_fd, struct ho_info *info, int timeout_ms, ch
 			 CMSG_SPACE(sizeof(int))];
 	} ctl;
 	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	struct ho_fds f = {.n = 0};
-	struct scan sc = {0};
+	struct ho_fds f = { .n = 0 };
+	struct scan sc = { 0 };
 	int state = SCAN_MORE, rc, idx;
 	size_t used = 0;
 	char what[64];
@@ -1117,8 +1117,8 @@ int ho_recv(int sock, int *listener_fd, struct ho_info *info, int timeout_ms, ch
 		return -ENOMEM;
 	}
 	for (bool first = true; state == SCAN_MORE;) {
-		struct iovec iov = {buf + used, HO_MAX_MESSAGE - used};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+		struct iovec iov = { buf + used, HO_MAX_MESSAGE - used };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 		ssize_t n;
 
 		if (used == HO_MAX_MESSAGE) {

@@ -20,8 +20,8 @@
 #define HO_MAX_MESSAGE (64 * 1024) /* larger messages are refused */
 
 struct ho_info {
-	int32_t pid;        /* "pid": the container process, as the sender sees it */
-	char id[128];       /* "state.id": the container id ("" if absent) */
+	int32_t pid;	    /* "pid": the container process, as the sender sees it */
+	char id[128];	    /* "state.id": the container id ("" if absent) */
 	char metadata[512]; /* "metadata": listenerMetadata ("" if absent) */
 	char bundle[256];   /* "state.bundle" ("" if absent) */
 };

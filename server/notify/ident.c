@@ -36,7 +36,7 @@
 
 #define CAP_SYS_ADMIN_BIT 21
 #define CAP_IPC_OWNER_BIT 15
-#define GHOSTS            4096
+#define GHOSTS		  4096
 
 /*
  * Exited processes' pid numbers, for GETPID of semaphores they changed last: the kernel keeps a
@@ -340,7 +340,7 @@ struct nt_thread *nt_thread_get(struct nt_super *s, int32_t tid, int *err)
 		return NULL;
 	}
 	t->tid = tid;
-	t->proc = p; /* takes process_get()'s reference */
+	t->proc = p;	 /* takes process_get()'s reference */
 	t->refcount = 2; /* the table's and the caller's */
 	t->src = (struct nt_src){ SRC_THREAD, -1 };
 	cds_lfht_node_init(&t->node);
@@ -433,8 +433,7 @@ void nt_process_exited(struct nt_super *s, struct nt_worker *wk, struct nt_proce
 
 	xlock(&p->lock);
 	p->exited = true;
-	cds_list_for_each_entry(t, &p->threads, proc_node)
-	{
+	cds_list_for_each_entry(t, &p->threads, proc_node) {
 		if (n == cap) {
 			struct nt_thread **bigger;
 

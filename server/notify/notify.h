@@ -24,10 +24,10 @@
 struct nt_super;
 
 struct nt_config {
-	int nworkers;                 /* 0: one (see nt_super_new() for why) */
+	int nworkers;			/* 0: one (see nt_super_new() for why) */
 	const struct sv_limits *limits; /* for new namespaces; NULL: the host's */
-	FILE *trace;                  /* non-NULL: one line per served call */
-	bool exit_when_idle;          /* run() returns once the last listener is gone */
+	FILE *trace;			/* non-NULL: one line per served call */
+	bool exit_when_idle;		/* run() returns once the last listener is gone */
 	/*
 	 * A namespace's sets end when the last listener whose processes used it is gone (every
 	 * process of a container inherits its filter, so its listener hangs up only when none is
@@ -38,10 +38,10 @@ struct nt_config {
 };
 
 struct nt_listener_opts {
-	const char *name;       /* for logs: "pid 1234", a container id, ... */
-	bool cred_traps;        /* its filter traps credential changes (filter.h), so cached
+	const char *name;    /* for logs: "pid 1234", a container id, ... */
+	bool cred_traps;     /* its filter traps credential changes (filter.h), so cached
 				   credentials stay exact; otherwise they are re-read per call */
-	const char *ns_name;    /* non-NULL: serve it from this named namespace instead of one
+	const char *ns_name; /* non-NULL: serve it from this named namespace instead of one
 				   per IPC namespace */
 };
 
@@ -52,27 +52,27 @@ enum nt_call {
 	NT_SEMTIMEDOP,
 	NT_SEMCTL,
 	NT_CRED_CHANGE, /* trapped only to drop cached credentials; let through */
-	NT_OTHER,       /* not ours: answered ENOSYS */
+	NT_OTHER,	/* not ours: answered ENOSYS */
 	NT_NCALLS
 };
 
-#define NT_NCMDS   21  /* semctl commands 0..20 */
+#define NT_NCMDS   21 /* semctl commands 0..20 */
 #define NT_NERRNO  134
-#define NT_NBUCKET 32  /* log2 histogram buckets of nanoseconds */
+#define NT_NBUCKET 32 /* log2 histogram buckets of nanoseconds */
 
 struct nt_stats {
 	uint64_t calls[NT_NCALLS];
 	uint64_t semctl_cmds[NT_NCMDS + 1]; /* last: unknown commands */
-	uint64_t errors[NT_NERRNO];         /* answers with this errno */
-	uint64_t parked;      /* operations that waited */
-	uint64_t woken;       /* waiters completed by someone else's call */
-	uint64_t timeouts;    /* semtimedop timeouts */
-	uint64_t interrupted; /* waits ended by a signal or the waiter's death */
+	uint64_t errors[NT_NERRNO];	    /* answers with this errno */
+	uint64_t parked;		    /* operations that waited */
+	uint64_t woken;			    /* waiters completed by someone else's call */
+	uint64_t timeouts;		    /* semtimedop timeouts */
+	uint64_t interrupted;		    /* waits ended by a signal or the waiter's death */
 	uint64_t rolled_back; /* completions undone because the answer could not be delivered */
-	uint64_t kept;        /* completions that could not be undone and were kept */
-	uint64_t stale;       /* notifications whose caller was gone before we answered */
+	uint64_t kept;	      /* completions that could not be undone and were kept */
+	uint64_t stale;	      /* notifications whose caller was gone before we answered */
 	uint64_t service_ns[NT_NBUCKET]; /* notification received -> answered, non-waiting */
-	uint64_t wait_ns[NT_NBUCKET];    /* parked -> answered */
+	uint64_t wait_ns[NT_NBUCKET];	 /* parked -> answered */
 	uint64_t listeners_added, listeners_gone;
 	uint64_t processes_exited;
 };
@@ -98,14 +98,14 @@ int nt_super_for_each_ns(struct nt_super *s,
 /* A client: one listener (a semvisor-run program tree, a container). */
 struct nt_client_info {
 	char name[64];
-	char ns[64];     /* its fixed namespace, or "" for one per IPC namespace */
+	char ns[64]; /* its fixed namespace, or "" for one per IPC namespace */
 	bool cred_traps;
-	uint64_t calls;  /* notifications received through it */
-	int parked;      /* its calls waiting now */
+	uint64_t calls; /* notifications received through it */
+	int parked;	/* its calls waiting now */
 };
 
-int nt_super_for_each_client(struct nt_super *s,
-			     int (*fn)(const struct nt_client_info *, void *), void *arg);
+int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_client_info *, void *),
+			     void *arg);
 /* Zero every counter: the workers', the namespaces' per-set and per-semaphore ones. */
 void nt_super_reset_stats(struct nt_super *s);
 /* The engine namespace of that name (as nt_super_for_each_ns() names them), or NULL. */

@@ -62,11 +62,11 @@ struct nt_listener {
 	struct nt_super *super;
 	struct cds_list_head node; /* s->listeners, under s->lock */
 	bool cred_traps;
-	bool gone;               /* POLLHUP seen; under s->lock */
-	struct nt_ns *fixed_ns;  /* listener_opts.ns_name, or NULL */
+	bool gone;		    /* POLLHUP seen; under s->lock */
+	struct nt_ns *fixed_ns;	    /* listener_opts.ns_name, or NULL */
 	atomic_uint_fast64_t calls; /* notifications received */
-	atomic_int parked;          /* its calls on s->parked now */
-	struct nt_ns **used;     /* namespaces its processes have used; under s->lock */
+	atomic_int parked;	    /* its calls on s->parked now */
+	struct nt_ns **used;	    /* namespaces its processes have used; under s->lock */
 	int nused;
 	char name[64];
 };
@@ -74,11 +74,11 @@ struct nt_listener {
 /* One engine namespace, and what picks it: an IPC namespace inode, or a name. */
 struct nt_ns {
 	struct cds_list_head node; /* s->namespaces, under s->lock */
-	uint64_t ipc_inode;        /* 0 for named namespaces */
+	uint64_t ipc_inode;	   /* 0 for named namespaces */
 	char name[64];
 	struct sv_ns *ns;
-	int nlisteners;            /* listeners that have used it; under s->lock */
-	bool persistent;           /* the supervisor's own IPC namespace, or a named one */
+	int nlisteners;	 /* listeners that have used it; under s->lock */
+	bool persistent; /* the supervisor's own IPC namespace, or a named one */
 	/*
 	 * The IPC namespace's /proc/sys/kernel/sem and sem_next_id, opened from inside it (an
 	 * open sysctl file keeps serving the namespace it was opened in), when its limits follow
@@ -102,11 +102,11 @@ struct nt_userns {
 struct nt_process {
 	struct cds_lfht_node node;
 	struct rcu_head rcu;
-	struct nt_src src;          /* leader pidfd: readable when the whole group has exited */
+	struct nt_src src; /* leader pidfd: readable when the whole group has exited */
 	struct nt_super *super;
-	atomic_int refcount;        /* the table's, one per thread record, one per user */
+	atomic_int refcount; /* the table's, one per thread record, one per user */
 	int32_t tgid;
-	pthread_mutex_t lock;       /* svp, svp_ns, threads, volatile_creds */
+	pthread_mutex_t lock; /* svp, svp_ns, threads, volatile_creds */
 	struct sv_proc *svp;
 	struct nt_ns *svp_ns;
 	struct cds_list_head threads; /* struct nt_thread.proc_node */
@@ -132,42 +132,42 @@ struct nt_callsig {
 struct nt_thread {
 	struct cds_lfht_node node;
 	struct rcu_head rcu;
-	struct nt_src src;          /* PIDFD_THREAD pidfd for non-leaders, or fd -1 */
+	struct nt_src src; /* PIDFD_THREAD pidfd for non-leaders, or fd -1 */
 	atomic_int refcount;
 	int32_t tid;
-	struct nt_process *proc;    /* reference */
+	struct nt_process *proc;	/* reference */
 	struct cds_list_head proc_node; /* proc->threads, under proc->lock */
 	pthread_mutex_t lock;
-	atomic_bool valid;          /* the fields below are current; cleared without the lock */
+	atomic_bool valid; /* the fields below are current; cleared without the lock */
 	bool dead;
 	struct sv_cred cred;
 	uint32_t groups[TGT_MAX_GROUPS];
-	int pid_level;              /* depth of its pid namespace below ours */
+	int pid_level; /* depth of its pid namespace below ours */
 	uint64_t pidns;
-	struct nt_userns *userns;   /* NULL: same user namespace as the supervisor */
+	struct nt_userns *userns; /* NULL: same user namespace as the supervisor */
 	struct nt_ns *ns;
-	struct nt_ns *ns_noted;     /* ns already recorded as used by its listener */
-	struct nt_req *parked;      /* its waiting call */
+	struct nt_ns *ns_noted;	       /* ns already recorded as used by its listener */
+	struct nt_req *parked;	       /* its waiting call */
 	struct nt_callsig interrupted; /* its last call died while parked */
-	struct nt_callsig kept;        /* its last call completed, answer lost, not undone */
+	struct nt_callsig kept;	       /* its last call completed, answer lost, not undone */
 };
 
 /* One notification being served, or parked. */
 struct nt_req {
 	atomic_int refcount;
-	struct nt_listener *l;    /* reference */
-	struct nt_thread *thr;    /* reference */
+	struct nt_listener *l; /* reference */
+	struct nt_thread *thr; /* reference */
 	uint64_t id;
 	int nr;
 	uint64_t args[6];
-	struct sv_waiter *w;      /* once parked */
-	struct nt_ns *ns;         /* where it waits (for GETNCNT's check of vanished callers) */
-	int semnum;               /* the semaphore a one-sop call waits on, -1 for several */
-	bool adopted;             /* a restart of this call took its result (under thr->lock) */
+	struct sv_waiter *w; /* once parked */
+	struct nt_ns *ns;    /* where it waits (for GETNCNT's check of vanished callers) */
+	int semnum;	     /* the semaphore a one-sop call waits on, -1 for several */
+	bool adopted;	     /* a restart of this call took its result (under thr->lock) */
 	int64_t received_ns;
 	int64_t parked_ns;
-	int64_t deadline_ns;      /* 0: no timeout */
-	int heap_idx;             /* in s->timers, or -1; under s->timers_lock */
+	int64_t deadline_ns;		  /* 0: no timeout */
+	int heap_idx;			  /* in s->timers, or -1; under s->timers_lock */
 	struct cds_list_head parked_node; /* s->parked, under s->parked_lock */
 };
 
@@ -211,8 +211,8 @@ struct nt_super {
 	struct cds_list_head namespaces;
 	struct cds_list_head usernss;
 	struct sv_limits limits;
-	bool sync_limits;   /* no limits were given: each IPC namespace's own apply */
-	int my_ipc_fd;      /* our IPC namespace, to come back to after opening a sysctl */
+	bool sync_limits; /* no limits were given: each IPC namespace's own apply */
+	int my_ipc_fd;	  /* our IPC namespace, to come back to after opening a sysctl */
 
 	pthread_mutex_t tables_lock; /* creation and removal in threads/procs */
 	struct cds_lfht *threads;
@@ -270,7 +270,7 @@ struct nt_userns *nt_userns_get(struct nt_super *s, uint64_t inode, pid_t via_ti
 #else
 #define NT_ADD(st, field, n) ((void)(st), (void)(n)) /* COUNTERS=off, for bench/ */
 #endif
-#define NT_STATS(s, wk)      ((wk) ? &(wk)->stats : &(s)->events)
+#define NT_STATS(s, wk)		 ((wk) ? &(wk)->stats : &(s)->events)
 #define NT_COUNT_EVENT(s, field) NT_ADD(&(s)->events, field, 1)
 
 /* ---- ident.c ---- */

@@ -37,22 +37,22 @@
 #include "notify/filter.h"
 #include "notify/notify_int.h"
 
-#define X32_BIT          0x40000000
-#define NR_SEMGET        64
-#define NR_SEMOP         65
-#define NR_SEMCTL        66
-#define NR_SEMTIMEDOP    220
-#define PREFETCH_SOPS    64
-#define OVERFLOW_ID      65534 /* /proc/sys/kernel/overflowuid, as the kernel munges */
-#define SWEEP_BATCH      512   /* parked callers checked per sweep tick, at most */
+#define X32_BIT	      0x40000000
+#define NR_SEMGET     64
+#define NR_SEMOP      65
+#define NR_SEMCTL     66
+#define NR_SEMTIMEDOP 220
+#define PREFETCH_SOPS 64
+#define OVERFLOW_ID   65534 /* /proc/sys/kernel/overflowuid, as the kernel munges */
+#define SWEEP_BATCH   512   /* parked callers checked per sweep tick, at most */
 /*
  * The kernel keeps a listener's pending notifications in one list that NOTIF_ID_VALID walks
  * under the notifier's mutex, so one check costs about as much as there are parked calls, and
  * every caller's RECV and SEND wait on that mutex too. A sweep tick may spend about this many
  * list steps: with 10,000 parked callers it checks 25 of them per tick.
  */
-#define SWEEP_STEPS      (256 * 1024)
-#define SWEEP_MIN        8
+#define SWEEP_STEPS (256 * 1024)
+#define SWEEP_MIN   8
 
 static bool id_valid(const struct nt_listener *l, uint64_t id)
 {
@@ -408,8 +408,7 @@ void nt_sweep(struct nt_worker *wk)
 		budget = SWEEP_MIN;
 	/* Check a batch from the front, and move it to the back for next time. */
 	xlock(&s->parked_lock);
-	cds_list_for_each_entry_safe(r, tmp, &s->parked, parked_node)
-	{
+	cds_list_for_each_entry_safe(r, tmp, &s->parked, parked_node) {
 		if (n == budget)
 			break;
 		atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
@@ -445,8 +444,7 @@ void nt_listener_gone(struct nt_worker *wk, struct nt_listener *l)
 		struct nt_req *found = NULL;
 
 		xlock(&s->parked_lock);
-		cds_list_for_each_entry(r, &s->parked, parked_node)
-		{
+		cds_list_for_each_entry(r, &s->parked, parked_node) {
 			if (r->l == l) {
 				atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
 				found = r;
@@ -484,7 +482,11 @@ void nt_listener_gone(struct nt_worker *wk, struct nt_listener *l)
  */
 static bool kernel_restarted(pid_t tid, int raw_nr)
 {
-	enum { RAX = 13, RSP = 15, RIP = 16 }; /* struct sigcontext (x86_64), in words */
+	enum {
+		RAX = 13,
+		RSP = 15,
+		RIP = 16
+	}; /* struct sigcontext (x86_64), in words */
 	uint64_t sp, pc, top, *w;
 	size_t len = FRAME_SCAN;
 	bool restart = true;
@@ -681,10 +683,10 @@ static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int se
 	int n = 0, cap = 0;
 
 	xlock(&s->parked_lock);
-	cds_list_for_each_entry(r, &s->parked, parked_node)
-	{
+	cds_list_for_each_entry(r, &s->parked, parked_node) {
 		/* only waiters that can count for semnum: one-sop calls on it, and complex ones */
-		if (r->ns != ns || (int)r->args[0] != semid || (r->semnum >= 0 && r->semnum != semnum))
+		if (r->ns != ns || (int)r->args[0] != semid ||
+		    (r->semnum >= 0 && r->semnum != semnum))
 			continue;
 		if (n == cap) {
 			struct nt_req **more;
@@ -933,7 +935,8 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 
 	if (parked) {
 		wk->spare = NULL; /* the parked call owns it now */
-		atomic_store_explicit(&req->refcount, 1, memory_order_relaxed); /* whoever ends it */
+		atomic_store_explicit(&req->refcount, 1,
+				      memory_order_relaxed); /* whoever ends it */
 		atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&thr->refcount, 1, memory_order_relaxed);
 		req->w = park.waiter;
@@ -949,7 +952,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		if (park.timed) {
 			/* the kernel counts the timeout from the call's entry */
 			req->deadline_ns =
-				t0 + park.timeout.tv_sec * 1000000000LL + park.timeout.tv_nsec;
+			    t0 + park.timeout.tv_sec * 1000000000LL + park.timeout.tv_nsec;
 			if (timer_add(s, req) && sv_waiter_cancel(req->w) == 0) {
 				/* no memory for the timer: take the call back and say so */
 				thr->parked = NULL;

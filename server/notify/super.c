@@ -183,8 +183,7 @@ struct nt_ns *nt_ns_for_inode(struct nt_super *s, uint64_t inode, pid_t tid)
 	struct nt_ns *n;
 
 	xlock(&s->lock);
-	cds_list_for_each_entry(n, &s->namespaces, node)
-	{
+	cds_list_for_each_entry(n, &s->namespaces, node) {
 		if (inode && n->ipc_inode == inode)
 			goto out;
 	}
@@ -199,8 +198,7 @@ struct nt_ns *nt_ns_named(struct nt_super *s, const char *name)
 	struct nt_ns *n;
 
 	xlock(&s->lock);
-	cds_list_for_each_entry(n, &s->namespaces, node)
-	{
+	cds_list_for_each_entry(n, &s->namespaces, node) {
 		if (!n->ipc_inode && !strcmp(n->name, name))
 			goto out;
 	}
@@ -217,8 +215,7 @@ int nt_super_for_each_ns(struct nt_super *s,
 	int ret = 0;
 
 	xlock(&s->lock);
-	cds_list_for_each_entry(n, &s->namespaces, node)
-	{
+	cds_list_for_each_entry(n, &s->namespaces, node) {
 		ret = fn(n->name, n->ns, arg);
 		if (ret)
 			break;
@@ -232,8 +229,7 @@ struct nt_userns *nt_userns_get(struct nt_super *s, uint64_t inode, pid_t via_ti
 	struct nt_userns *u;
 
 	xlock(&s->lock);
-	cds_list_for_each_entry(u, &s->usernss, node)
-	{
+	cds_list_for_each_entry(u, &s->usernss, node) {
 		if (u->inode == inode)
 			goto out;
 	}
@@ -375,8 +371,7 @@ static void listener_hup(struct nt_worker *wk, struct nt_listener *l)
  * A listener has something (events as epoll or poll reports them: the bits agree). Unless rearm
  * is false (the lone worker's hot listener), it goes back into the epoll set at once.
  */
-static void listener_event(struct nt_worker *wk, struct nt_listener *l, uint32_t events,
-			   bool rearm)
+static void listener_event(struct nt_worker *wk, struct nt_listener *l, uint32_t events, bool rearm)
 {
 	struct nt_super *s = wk->super;
 
@@ -544,8 +539,7 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 	CDS_INIT_LIST_HEAD(&s->usernss);
 	CDS_INIT_LIST_HEAD(&s->parked);
 	if (pthread_mutex_init(&s->lock, NULL) || pthread_mutex_init(&s->tables_lock, NULL) ||
-	    pthread_mutex_init(&s->timers_lock, NULL) ||
-	    pthread_mutex_init(&s->parked_lock, NULL))
+	    pthread_mutex_init(&s->timers_lock, NULL) || pthread_mutex_init(&s->parked_lock, NULL))
 		abort();
 
 	s->threads = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
@@ -654,12 +648,12 @@ void nt_super_free(struct nt_super *s)
 	if (!s)
 		return;
 	/* Workers have stopped: nobody else touches the tables. */
-	cds_list_for_each_entry_safe(l, lt, &s->listeners, node)
-	{
+	cds_list_for_each_entry_safe(l, lt, &s->listeners, node) {
 		cds_list_del(&l->node);
 		nt_listener_put(l);
 	}
-	cds_list_for_each_entry_safe(u, ut, &s->usernss, node) free(u);
+	cds_list_for_each_entry_safe(u, ut, &s->usernss, node)
+		free(u);
 	/* Namespaces, threads and processes stay allocated: the engine owns the rest of them
 	   and the process exits right after this. */
 	(void)n;
@@ -679,15 +673,14 @@ void nt_super_free(struct nt_super *s)
 
 /* ---- control ---- */
 
-int nt_super_for_each_client(struct nt_super *s,
-			     int (*fn)(const struct nt_client_info *, void *), void *arg)
+int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_client_info *, void *),
+			     void *arg)
 {
 	struct nt_listener *l;
 	int ret = 0;
 
 	xlock(&s->lock);
-	cds_list_for_each_entry(l, &s->listeners, node)
-	{
+	cds_list_for_each_entry(l, &s->listeners, node) {
 		struct nt_client_info info = {
 			.cred_traps = l->cred_traps,
 			.calls = atomic_load_explicit(&l->calls, memory_order_relaxed),
@@ -727,8 +720,7 @@ static struct nt_ns *find_ns_locked(struct nt_super *s, const char *name)
 {
 	struct nt_ns *n;
 
-	cds_list_for_each_entry(n, &s->namespaces, node)
-	{
+	cds_list_for_each_entry(n, &s->namespaces, node) {
 		if (!strcmp(n->name, name))
 			return n;
 	}
@@ -800,8 +792,9 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 	stats_add(out, &s->events);
 }
 
-static const char *const call_names[NT_NCALLS] = { "semget", "semop", "semtimedop", "semctl",
-						   "credential changes", "other" };
+static const char *const call_names[NT_NCALLS] = {
+	"semget", "semop", "semtimedop", "semctl", "credential changes", "other"
+};
 
 void nt_stats_print(const struct nt_stats *st, FILE *f)
 {
@@ -815,8 +808,9 @@ void nt_stats_print(const struct nt_stats *st, FILE *f)
 	for (int i = 0; i < NT_NCALLS; i++)
 		if (st->calls[i])
 			fprintf(f, " %s %llu", call_names[i], (unsigned long long)st->calls[i]);
-	fprintf(f, "\nsemvisor: waits %llu (woken %llu, timed out %llu, interrupted %llu), "
-		   "rolled back %llu, kept %llu, callers gone %llu\n",
+	fprintf(f,
+		"\nsemvisor: waits %llu (woken %llu, timed out %llu, interrupted %llu), "
+		"rolled back %llu, kept %llu, callers gone %llu\n",
 		(unsigned long long)st->parked, (unsigned long long)st->woken,
 		(unsigned long long)st->timeouts, (unsigned long long)st->interrupted,
 		(unsigned long long)st->rolled_back, (unsigned long long)st->kept,

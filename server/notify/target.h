@@ -24,13 +24,13 @@ struct tgt_status {
 	int ngroups;
 	uint32_t groups[TGT_MAX_GROUPS];
 	uint64_t cap_eff;
-	int threads; /* of its thread group */
+	int threads;	  /* of its thread group */
 	int nspid_levels; /* entries in nspid: this supervisor's level first */
 	int32_t nspid[TGT_MAX_LEVELS];
 };
 
 struct tgt_ns {
-	uint64_t ipc;  /* inode numbers of the thread's namespaces */
+	uint64_t ipc; /* inode numbers of the thread's namespaces */
 	uint64_t pid;
 	uint64_t user;
 	uint64_t ipc_owner; /* the user namespace that owns its IPC namespace */

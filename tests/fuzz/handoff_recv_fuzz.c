@@ -39,8 +39,8 @@ static void send_part(int sock, const uint8_t *buf, size_t len, int fd)
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} ctl;
-	struct iovec iov = {(void *)buf, len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (fd >= 0) {
 		memset(&ctl, 0, sizeof(ctl));

@@ -143,8 +143,8 @@ long fx_semtimedop(struct fx_caller *fc, int id, const struct timespec *ts, stru
 	return r;
 }
 
-struct sv_waiter *fx_park(struct fx_caller *fc, int id, void *cookie, long *ret,
-			  unsigned int nsops, const struct sv_sembuf *sops)
+struct sv_waiter *fx_park(struct fx_caller *fc, int id, void *cookie, long *ret, unsigned int nsops,
+			  const struct sv_sembuf *sops)
 {
 	struct sv_park park = { .cookie = cookie };
 	long r = fx_semop(fc, id, &park, NULL, nsops, sops);

@@ -33,7 +33,8 @@ void fx_caller_exit(struct fx_caller *fc, struct sv_wakeq *wq);
 /* semop with one to four sops given inline; park (may be NULL) receives the ticket. */
 long fx_semop(struct fx_caller *fc, int id, struct sv_park *park, struct sv_wakeq *wq,
 	      unsigned int nsops, const struct sv_sembuf *sops);
-long fx_semctl(struct fx_caller *fc, int id, int semnum, int cmd, uint64_t arg, struct sv_wakeq *wq);
+long fx_semctl(struct fx_caller *fc, int id, int semnum, int cmd, uint64_t arg,
+	       struct sv_wakeq *wq);
 int fx_getval(struct fx_caller *fc, int id, int semnum);
 
 /* Pop every waiter of wq: results into res[] in order (up to cap), cookies into cookies[]. */
@@ -48,8 +49,8 @@ long fx_semtimedop(struct fx_caller *fc, int id, const struct timespec *ts, stru
  * An operation that is expected to wait: its ticket, or NULL if it did not park (what it returned
  * then goes to *ret when ret is not NULL). A parking call completes nobody, so no wake queue.
  */
-struct sv_waiter *fx_park(struct fx_caller *fc, int id, void *cookie, long *ret,
-			  unsigned int nsops, const struct sv_sembuf *sops);
+struct sv_waiter *fx_park(struct fx_caller *fc, int id, void *cookie, long *ret, unsigned int nsops,
+			  const struct sv_sembuf *sops);
 int fx_getncnt(struct fx_caller *fc, int id, int semnum);
 int fx_getzcnt(struct fx_caller *fc, int id, int semnum);
 int fx_getpid(struct fx_caller *fc, int id, int semnum);
@@ -66,7 +67,8 @@ struct fx_stat {
 };
 long fx_ipc_stat(struct fx_caller *fc, int id, struct fx_stat *st);
 
-#define SOPS(...) (sizeof((struct sv_sembuf[]){ __VA_ARGS__ }) / sizeof(struct sv_sembuf)), \
-		  ((const struct sv_sembuf[]){ __VA_ARGS__ })
+#define SOPS(...)                                                                                  \
+	(sizeof((struct sv_sembuf[]){ __VA_ARGS__ }) / sizeof(struct sv_sembuf)),                  \
+	    ((const struct sv_sembuf[]){ __VA_ARGS__ })
 
 #endif

@@ -20,8 +20,8 @@ static void on_usr1(int sig)
 
 static int usr1(void)
 {
-	struct sigaction sa = {.sa_handler = on_usr1};
-	struct timespec ts = {5, 0};
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct timespec ts = { 5, 0 };
 	sigset_t set;
 	siginfo_t si;
 
@@ -43,7 +43,7 @@ static int usr1(void)
 
 static int count(void)
 {
-	struct sembuf up = {0, 1, 0}, down = {0, -1, 0};
+	struct sembuf up = { 0, 1, 0 }, down = { 0, -1, 0 };
 	int a, b, c;
 
 	a = semget(IPC_PRIVATE, 1, 0600);
@@ -65,7 +65,7 @@ static int limits(void)
 	struct seminfo si;
 	int a, b, c, d;
 
-	MUST(semctl(0, 0, IPC_INFO, (union semun){.__buf = &si}) >= 0);
+	MUST(semctl(0, 0, IPC_INFO, (union semun){ .__buf = &si }) >= 0);
 	printf("limits: semmsl %d semmns %d semopm %d semmni %d\n", si.semmsl, si.semmns, si.semopm,
 	       si.semmni);
 	a = CHECK("set 1, nsems 1", 0, semget(IPC_PRIVATE, 1, 0600));
@@ -83,7 +83,7 @@ static int limits(void)
 	CHECK("nsems 2 (21 > 20)", -ENOSPC, semget(IPC_PRIVATE, 2, 0600));
 	CHECK("nsems 1 (exactly 20)", 5, semget(IPC_PRIVATE, 1, 0600));
 	for (int i = 0; i < 6; i++)
-		ops[i] = (struct sembuf){(unsigned short)i, 1, 0};
+		ops[i] = (struct sembuf){ (unsigned short)i, 1, 0 };
 	CHECK("semop 6 sops (SEMOPM 5)", -E2BIG, semop(d, ops, 6));
 	CHECK("semop 5 sops", 0, semop(d, ops, 5));
 	CHECK("GETVAL", 1, getval(d, 4));

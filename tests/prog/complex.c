@@ -15,7 +15,7 @@ static void show_vals(const char *label)
 {
 	unsigned short v[4];
 
-	MUST(semctl(id, 0, GETALL, (union semun){.array = v}) == 0);
+	MUST(semctl(id, 0, GETALL, (union semun){ .array = v }) == 0);
 	printf("%s: values %u %u %u %u\n", label, v[0], v[1], v[2], v[3]);
 }
 
@@ -32,7 +32,8 @@ static void show_cnts(const char *label)
 
 static void setall(unsigned short a, unsigned short b, unsigned short c, unsigned short d)
 {
-	MUST(semctl(id, 0, SETALL, (union semun){.array = (unsigned short[]){a, b, c, d}}) == 0);
+	MUST(semctl(id, 0, SETALL, (union semun){ .array = (unsigned short[]){ a, b, c, d } }) ==
+	     0);
 }
 
 /* A child that runs semop(sops) and exits with its errno (0 on success). */
@@ -50,44 +51,44 @@ static void immediate(void)
 	printf("-- all or nothing\n");
 	setall(1, 0, 5, 32767);
 	{
-		struct sembuf ops[] = {{0, -1, IPC_NOWAIT}, {1, -1, IPC_NOWAIT}};
+		struct sembuf ops[] = { { 0, -1, IPC_NOWAIT }, { 1, -1, IPC_NOWAIT } };
 
 		CHECK("{a0 -1, a1 -1} nowait", -EAGAIN, semop(id, ops, 2));
 	}
 	{
-		struct sembuf ops[] = {{0, -1, 0}, {2, 1, 0}, {3, 1, 0}};
+		struct sembuf ops[] = { { 0, -1, 0 }, { 2, 1, 0 }, { 3, 1, 0 } };
 
 		CHECK("{a0 -1, a2 +1, a3 +1 (too big)}", -ERANGE, semop(id, ops, 3));
 	}
 	{
-		struct sembuf ops[] = {{2, -5, 0}, {2, 0, IPC_NOWAIT}};
+		struct sembuf ops[] = { { 2, -5, 0 }, { 2, 0, IPC_NOWAIT } };
 
 		CHECK("{a2 -5, a2 wait-for-zero} (in sequence)", 0, semop(id, ops, 2));
 	}
 	{
-		struct sembuf ops[] = {{1, 1, 0}, {1, -1, 0}, {1, 0, 0}};
+		struct sembuf ops[] = { { 1, 1, 0 }, { 1, -1, 0 }, { 1, 0, 0 } };
 
 		CHECK("{a1 +1, a1 -1, a1 0}", 0, semop(id, ops, 3));
 	}
 	{
-		struct sembuf ops[] = {{1, -1, IPC_NOWAIT}, {1, 1, 0}};
+		struct sembuf ops[] = { { 1, -1, IPC_NOWAIT }, { 1, 1, 0 } };
 
 		CHECK("{a1 -1, a1 +1} nowait", -EAGAIN, semop(id, ops, 2));
 	}
 	{
 		/* the first failing sop decides: blocking (EAGAIN) before the ERANGE after it */
-		struct sembuf ops[] = {{1, -1, IPC_NOWAIT}, {3, 1, 0}};
+		struct sembuf ops[] = { { 1, -1, IPC_NOWAIT }, { 3, 1, 0 } };
 
 		CHECK("{a1 -1 nowait, a3 +1 (too big)}", -EAGAIN, semop(id, ops, 2));
 	}
 	{
-		struct sembuf ops[] = {{3, 1, 0}, {1, -1, IPC_NOWAIT}};
+		struct sembuf ops[] = { { 3, 1, 0 }, { 1, -1, IPC_NOWAIT } };
 
 		CHECK("{a3 +1 (too big), a1 -1 nowait}", -ERANGE, semop(id, ops, 2));
 	}
 	{
 		/* IPC_NOWAIT on a sop that does not block does not matter */
-		struct sembuf ops[] = {{0, -1, IPC_NOWAIT}, {1, 0, 0}};
+		struct sembuf ops[] = { { 0, -1, IPC_NOWAIT }, { 1, 0, 0 } };
 
 		CHECK("{a0 -1 nowait, a1 0}", 0, semop(id, ops, 2));
 	}
@@ -102,7 +103,7 @@ static void later(void)
 	printf("-- a sleeping complex op moves its blocking sop, then completes\n");
 	setall(0, 0, 0, 0);
 	{
-		struct sembuf ops[] = {{0, -1, 0}, {1, -1, 0}, {2, 1, 0}, {3, 0, 0}};
+		struct sembuf ops[] = { { 0, -1, 0 }, { 1, -1, 0 }, { 2, 1, 0 }, { 3, 0, 0 } };
 
 		p = start(ops, 4);
 	}
@@ -127,7 +128,7 @@ static void later(void)
 	printf("-- IPC_NOWAIT counts only on the blocking sop\n");
 	setall(1, 0, 0, 0);
 	{
-		struct sembuf ops[] = {{0, -1, IPC_NOWAIT}, {1, -1, 0}};
+		struct sembuf ops[] = { { 0, -1, IPC_NOWAIT }, { 1, -1, 0 } };
 
 		p = start(ops, 2);
 	}
@@ -140,7 +141,7 @@ static void later(void)
 	printf("-- re-evaluated later: EAGAIN from a sop with IPC_NOWAIT\n");
 	setall(0, 0, 0, 0);
 	{
-		struct sembuf ops[] = {{0, -1, 0}, {1, -1, IPC_NOWAIT}};
+		struct sembuf ops[] = { { 0, -1, 0 }, { 1, -1, IPC_NOWAIT } };
 
 		p = start(ops, 2);
 	}
@@ -153,7 +154,7 @@ static void later(void)
 	printf("-- re-evaluated later: ERANGE\n");
 	setall(0, 0, 0, 0);
 	{
-		struct sembuf ops[] = {{0, -1, 0}, {2, 2, 0}};
+		struct sembuf ops[] = { { 0, -1, 0 }, { 2, 2, 0 } };
 
 		p = start(ops, 2);
 	}
@@ -166,13 +167,13 @@ static void later(void)
 	printf("-- simple and complex sleepers on one set\n");
 	setall(0, 0, 0, 0);
 	{
-		struct sembuf ops[] = {{0, -1, 0}, {1, -1, 0}};
+		struct sembuf ops[] = { { 0, -1, 0 }, { 1, -1, 0 } };
 
 		p = start(ops, 2); /* complex, first in the queue */
 	}
 	WAIT_CNT(id, 0, GETNCNT, 1);
 	{
-		struct sembuf ops[] = {{0, -1, 0}};
+		struct sembuf ops[] = { { 0, -1, 0 } };
 
 		q = start(ops, 1); /* simple, second */
 	}
@@ -182,7 +183,7 @@ static void later(void)
 	show_vals("after the simple one");
 	show_cnts("complex still asleep on a0");
 	{
-		struct sembuf ops[] = {{0, 1, 0}, {1, 1, 0}};
+		struct sembuf ops[] = { { 0, 1, 0 }, { 1, 1, 0 } };
 
 		CHECK("{a0 +1, a1 +1}", 0, semop(id, ops, 2));
 	}

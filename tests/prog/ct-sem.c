@@ -43,8 +43,8 @@ static int kernel_sets(void)
 
 static bool timed(int id, unsigned short num, short op)
 {
-	struct sembuf b = {num, op, 0};
-	struct timespec ts = {20, 0};
+	struct sembuf b = { num, op, 0 };
+	struct timespec ts = { 20, 0 };
 
 	if (semtimedop(id, &b, 1, &ts) == 0)
 		return true;

@@ -33,8 +33,8 @@ static long key_arg(const char *s)
 /* semop with a bound: -1 and a FAIL line if it did not complete. */
 static int step(int id, unsigned short num, short op, const char *what)
 {
-	struct sembuf b = {num, op, 0};
-	struct timespec ts = {TURN_TIMEOUT_S, 0};
+	struct sembuf b = { num, op, 0 };
+	struct timespec ts = { TURN_TIMEOUT_S, 0 };
 
 	if (semtimedop(id, &b, 1, &ts) == 0)
 		return 0;
@@ -77,7 +77,7 @@ static int show(key_t key, bool rm)
 {
 	int id = semget(key, 0, 0);
 	struct semid_ds ds;
-	union semun u = {.buf = &ds};
+	union semun u = { .buf = &ds };
 
 	if (id < 0) {
 		printf("show: semget: %s\n", errname(errno));

@@ -22,8 +22,8 @@ static int id;
 static atomic_int stop;
 static atomic_long handled;
 static long eintr[4], calls[4], ups, downs;
-static const char *const names[4] = {"semget", "semctl GETVAL", "semop +1/-1 (nowait)",
-				     "semop -1 IPC_NOWAIT on 0"};
+static const char *const names[4] = { "semget", "semctl GETVAL", "semop +1/-1 (nowait)",
+				      "semop -1 IPC_NOWAIT on 0" };
 
 static void on_usr1(int sig)
 {
@@ -42,7 +42,8 @@ static void *caller(void *arg)
 {
 	/* the decrement has IPC_NOWAIT too: nothing here can ever sleep, even if an increment
 	   went wrong, so a failure shows up as output rather than as a hang */
-	struct sembuf up = {0, 1, 0}, down = {0, -1, IPC_NOWAIT}, nowait = {1, -1, IPC_NOWAIT};
+	struct sembuf up = { 0, 1, 0 }, down = { 0, -1, IPC_NOWAIT },
+		      nowait = { 1, -1, IPC_NOWAIT };
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
@@ -62,7 +63,7 @@ static void *caller(void *arg)
 
 static void round_with(int flags, const char *label)
 {
-	struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = flags};
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = flags };
 	pthread_t t;
 	int64_t end;
 	long total = 0;

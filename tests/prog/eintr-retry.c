@@ -22,7 +22,7 @@ static void on_signal(int sig)
 
 static void handle(int sig, int flags)
 {
-	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = flags};
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = flags };
 
 	sigemptyset(&sa.sa_mask);
 	MUST(sigaction(sig, &sa, NULL) == 0);
@@ -55,7 +55,7 @@ static void at_once(int flags)
 	MUST(setval(id, 0, 0) == 0);
 	p = xfork();
 	if (p == 0) {
-		struct sembuf b = {0, -1, 0};
+		struct sembuf b = { 0, -1, 0 };
 
 		handle(SIGUSR1, flags);
 		for (int i = 0; i < 8; i++) {
@@ -103,7 +103,7 @@ static void later(void)
 	MUST(setval(id, 0, 0) == 0);
 	p = xfork();
 	if (p == 0) {
-		struct sembuf b = {0, -1, 0};
+		struct sembuf b = { 0, -1, 0 };
 		int r;
 
 		handle(SIGUSR1, 0);
@@ -139,8 +139,8 @@ static void alarm_timeout(void)
 	MUST(setval(id, 1, 0) == 0);
 	p = xfork();
 	if (p == 0) {
-		struct sembuf b = {1, -1, 0};
-		struct itimerval it = {{0, 0}, {0, 100000}};
+		struct sembuf b = { 1, -1, 0 };
+		struct itimerval it = { { 0, 0 }, { 0, 100000 } };
 		int r;
 
 		handle(SIGALRM, 0);

@@ -22,7 +22,7 @@ static void on_signal(int sig)
 
 static void handle(int sig, int flags)
 {
-	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = flags};
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = flags };
 
 	sigemptyset(&sa.sa_mask);
 	MUST(sigaction(sig, &sa, NULL) == 0);
@@ -40,8 +40,8 @@ static pid_t sleeper(int num, int timeout_ms, void (*setup)(void))
 	pid_t p = xfork();
 
 	if (p == 0) {
-		struct sembuf b = {(unsigned short)num, -1, 0};
-		struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+		struct sembuf b = { (unsigned short)num, -1, 0 };
+		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
 		int64_t t0;
 		int r;
 

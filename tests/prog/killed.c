@@ -27,7 +27,7 @@ static pid_t sleep_on(char tag, struct sembuf *sops, int n, int num, int cmd, in
 
 static pid_t dec(char tag, int num, int want_ncnt, short flg)
 {
-	struct sembuf b = {(unsigned short)num, -1, flg};
+	struct sembuf b = { (unsigned short)num, -1, flg };
 
 	return sleep_on(tag, &b, 1, num, GETNCNT, want_ncnt);
 }
@@ -91,13 +91,13 @@ int main(void)
 
 	printf("-- a sleeper on two semaphores is killed\n");
 	{
-		struct sembuf ops[2] = {{0, -1, 0}, {1, -1, 0}};
+		struct sembuf ops[2] = { { 0, -1, 0 }, { 1, -1, 0 } };
 
 		a = sleep_on('e', ops, 2, 0, GETNCNT, 1);
 	}
 	killed(a);
 	{
-		struct sembuf ops[2] = {{0, 1, 0}, {1, 1, 0}};
+		struct sembuf ops[2] = { { 0, 1, 0 }, { 1, 1, 0 } };
 
 		CHECK("V both", 0, semop(id, ops, 2));
 	}
@@ -122,7 +122,7 @@ int main(void)
 	CHECK("+3", 0, sop1(id, 0, 3, 0));
 	CHECK("GETVAL right after", 0, getval(id, 0));
 	{
-		char t[4] = {0};
+		char t[4] = { 0 };
 
 		for (int i = 0; i < 3; i++) {
 			int c = hear(&done);

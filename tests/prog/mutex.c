@@ -40,7 +40,7 @@ static void *counting(void *arg)
 {
 	int t = (int)(intptr_t)arg;
 	short flg = t % 4 == 3 ? SEM_UNDO : 0;
-	struct sembuf p = {0, -1, flg}, v = {0, 1, flg};
+	struct sembuf p = { 0, -1, flg }, v = { 0, 1, flg };
 	int (*op)(int, struct sembuf *, size_t) = t % 2 ? raw_semop : semop;
 
 	for (long i = 0; i < iters; i++) {
@@ -82,10 +82,10 @@ static void *sharing(void *arg)
 
 		if (i % 4 == 0) {
 			/* both semaphores at once: all or nothing, no deadlock possible */
-			struct sembuf p[2] = {{(unsigned short)t, -1, flg},
-					      {(unsigned short)nb, -1, flg}};
-			struct sembuf v[2] = {{(unsigned short)nb, 1, flg},
-					      {(unsigned short)t, 1, flg}};
+			struct sembuf p[2] = { { (unsigned short)t, -1, flg },
+					       { (unsigned short)nb, -1, flg } };
+			struct sembuf v[2] = { { (unsigned short)nb, 1, flg },
+					       { (unsigned short)t, 1, flg } };
 
 			while (op(set, p, 2))
 				MUST(errno == EINTR);
@@ -96,8 +96,8 @@ static void *sharing(void *arg)
 			while (op(set, v, 2))
 				MUST(errno == EINTR);
 		} else {
-			struct sembuf p = {(unsigned short)t, -1, flg},
-				      v = {(unsigned short)t, 1, flg};
+			struct sembuf p = { (unsigned short)t, -1, flg },
+				      v = { (unsigned short)t, 1, flg };
 
 			while (op(set, &p, 1))
 				MUST(errno == EINTR);
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 		memset(per_sem, 0, sizeof(per_sem));
 		for (int i = 0; i < NSEMS; i++)
 			one[i] = 1;
-		MUST(semctl(set, 0, SETALL, (union semun){.array = one}) == 0);
+		MUST(semctl(set, 0, SETALL, (union semun){ .array = one }) == 0);
 		run(sharing);
 		for (int i = 0; i < NSEMS; i++)
 			total += per_sem[i];
@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 		EXPECT(total == want, "holds %ld", total);
 		printf("two holders at once: %ld\n", (long)atomic_load(&violations));
 		EXPECT(atomic_load(&violations) == 0, "violations");
-		MUST(semctl(set, 0, GETALL, (union semun){.array = one}) == 0);
+		MUST(semctl(set, 0, GETALL, (union semun){ .array = one }) == 0);
 		printf("values:");
 		for (int i = 0; i < NSEMS; i++)
 			printf(" %u", one[i]);

@@ -30,15 +30,16 @@ struct setdef {
 };
 
 static const struct setdef sets[] = {
-    {"S0", 0600, 0, 0},	    {"S1", 0604, 0, 0},	    {"S2", 0602, 0, 0},	    {"S3", 0606, 0, 0},
-    {"S4", 0660, 0, 65534}, {"S5", 0640, 0, 65534}, {"S6", 0006, 0, 65534}, {"S7", 0400, 65534, 0},
-    {"S8", 0000, 65534, 0}, {"S9", 0666, 0, 0},	    {"S10", 0066, 0, 0},
+	{ "S0", 0600, 0, 0 },	  { "S1", 0604, 0, 0 },	    { "S2", 0602, 0, 0 },
+	{ "S3", 0606, 0, 0 },	  { "S4", 0660, 0, 65534 }, { "S5", 0640, 0, 65534 },
+	{ "S6", 0006, 0, 65534 }, { "S7", 0400, 65534, 0 }, { "S8", 0000, 65534, 0 },
+	{ "S9", 0666, 0, 0 },	  { "S10", 0066, 0, 0 },
 };
 #define NSETS (int)(sizeof(sets) / sizeof(sets[0]))
 
 static int set_caps(uint32_t eff, uint32_t perm)
 {
-	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 
 	memset(data, 0, sizeof(data));
@@ -50,7 +51,7 @@ static int set_caps(uint32_t eff, uint32_t perm)
 /* Drop one capability from the effective set only: still uid 0, still able to get it back. */
 static int drop_effective(int cap)
 {
-	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 
 	if (syscall(SYS_capget, &hdr, data))
@@ -111,10 +112,10 @@ static void become(const char *who)
 static void try_set(int s, int id, int idx)
 {
 	struct semid_ds ds;
-	unsigned short arr[1] = {0};
-	struct sembuf zero = {0, 0, IPC_NOWAIT}, pair[2] = {{0, 1, 0}, {0, -1, 0}},
-		      far = {5, 1, IPC_NOWAIT};
-	struct timespec ts = {0, 0};
+	unsigned short arr[1] = { 0 };
+	struct sembuf zero = { 0, 0, IPC_NOWAIT }, pair[2] = { { 0, 1, 0 }, { 0, -1, 0 } },
+		      far = { 5, 1, IPC_NOWAIT };
+	struct timespec ts = { 0, 0 };
 
 	printf("%-4s %04o owner %u group %u:", sets[s].name, sets[s].mode, sets[s].uid,
 	       sets[s].gid);
@@ -126,13 +127,14 @@ static void try_set(int s, int id, int idx)
 	printf("\n    ");
 	/* read */
 	OP("GETVAL", semctl(id, 0, GETVAL));
-	OP("GETALL", semctl(id, 0, GETALL, (union semun){.array = arr}));
+	OP("GETALL", semctl(id, 0, GETALL, (union semun){ .array = arr }));
 	OP("GETNCNT", semctl(id, 0, GETNCNT));
 	OP("GETZCNT", semctl(id, 0, GETZCNT));
 	OP("GETPID", semctl(id, 0, GETPID) >= 0 ? 0 : -1); /* a pid: not printable */
-	OP("IPC_STAT", semctl(id, 0, IPC_STAT, (union semun){.buf = &ds}));
-	OP("SEM_STAT", semctl(idx, 0, SEM_STAT, (union semun){.buf = &ds}) == id ? 0 : -1);
-	OP("SEM_STAT_ANY", semctl(idx, 0, SEM_STAT_ANY, (union semun){.buf = &ds}) == id ? 0 : -1);
+	OP("IPC_STAT", semctl(id, 0, IPC_STAT, (union semun){ .buf = &ds }));
+	OP("SEM_STAT", semctl(idx, 0, SEM_STAT, (union semun){ .buf = &ds }) == id ? 0 : -1);
+	OP("SEM_STAT_ANY",
+	   semctl(idx, 0, SEM_STAT_ANY, (union semun){ .buf = &ds }) == id ? 0 : -1);
 	OP("zero", semop(id, &zero, 1));
 	OP("zero-timed", semtimedop(id, &zero, 1, &ts));
 	/* EFBIG is checked before permission */
@@ -140,12 +142,13 @@ static void try_set(int s, int id, int idx)
 	printf("\n    ");
 	/* alter */
 	OP("SETVAL", setval(id, 0, 0));
-	OP("SETALL", semctl(id, 0, SETALL, (union semun){.array = arr}));
+	OP("SETALL", semctl(id, 0, SETALL, (union semun){ .array = arr }));
 	OP("pair", semop(id, pair, 2));
-	OP("IPC_INFO", semctl(id, 0, IPC_INFO, (union semun){.__buf = (void *)&ds}) >= 0 ? 0 : -1);
+	OP("IPC_INFO",
+	   semctl(id, 0, IPC_INFO, (union semun){ .__buf = (void *)&ds }) >= 0 ? 0 : -1);
 	/* owner, creator or CAP_SYS_ADMIN: IPC_SET with what SEM_STAT_ANY shows, then IPC_RMID */
-	MUST(semctl(idx, 0, SEM_STAT_ANY, (union semun){.buf = &ds}) == id);
-	OP("IPC_SET", semctl(id, 0, IPC_SET, (union semun){.buf = &ds}));
+	MUST(semctl(idx, 0, SEM_STAT_ANY, (union semun){ .buf = &ds }) == id);
+	OP("IPC_SET", semctl(id, 0, IPC_SET, (union semun){ .buf = &ds }));
 	OP("IPC_RMID", semctl(id, 0, IPC_RMID));
 	printf("\n");
 }
@@ -162,10 +165,10 @@ static void run_identity(const char *who)
 		ids[s] = semget(KEY0 + s, 1, IPC_CREAT | IPC_EXCL | sets[s].mode);
 		MUST(ids[s] >= 0);
 		idx[s] = ids[s] % 32768;
-		MUST(semctl(ids[s], 0, IPC_STAT, (union semun){.buf = &ds}) == 0);
+		MUST(semctl(ids[s], 0, IPC_STAT, (union semun){ .buf = &ds }) == 0);
 		ds.sem_perm.uid = sets[s].uid;
 		ds.sem_perm.gid = sets[s].gid;
-		MUST(semctl(ids[s], 0, IPC_SET, (union semun){.buf = &ds}) == 0);
+		MUST(semctl(ids[s], 0, IPC_SET, (union semun){ .buf = &ds }) == 0);
 	}
 	printf("== %s\n", who);
 	p = xfork();
@@ -184,8 +187,8 @@ static void run_identity(const char *who)
 
 int main(int argc, char **argv)
 {
-	static const char *const who[] = {"root",  "root-noipc", "nobody",  "supp",
-					  "fsgid", "egid",	 "sysadmin"};
+	static const char *const who[] = { "root",  "root-noipc", "nobody",  "supp",
+					   "fsgid", "egid",	  "sysadmin" };
 
 	prog_init();
 	for (size_t i = 0; i < sizeof(who) / sizeof(who[0]); i++)

@@ -132,7 +132,7 @@ static inline int64_t now_ns(void)
 
 static inline void sleep_ms(int ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
@@ -145,14 +145,14 @@ static inline int getval(int id, int num)
 
 static inline int setval(int id, int num, int val)
 {
-	union semun u = {.val = val};
+	union semun u = { .val = val };
 
 	return semctl(id, num, SETVAL, u);
 }
 
 static inline int sop1(int id, unsigned short num, short op, short flg)
 {
-	struct sembuf b = {num, op, flg};
+	struct sembuf b = { num, op, flg };
 
 	return semop(id, &b, 1);
 }

@@ -18,7 +18,7 @@ static pid_t start(struct sembuf *sops, int n, int timeout_ms)
 	pid_t p = xfork();
 
 	if (p == 0) {
-		struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
 		int r =
 		    timeout_ms ? semtimedop(id, sops, (size_t)n, &ts) : semop(id, sops, (size_t)n);
 
@@ -29,7 +29,7 @@ static pid_t start(struct sembuf *sops, int n, int timeout_ms)
 
 static void *thread_dec(void *arg)
 {
-	struct sembuf b = {2, -1, 0};
+	struct sembuf b = { 2, -1, 0 };
 
 	(void)arg;
 	return (void *)(intptr_t)(semop(id, &b, 1) ? errno : 0);
@@ -48,7 +48,7 @@ int main(void)
 	MUST(setval(id, 1, 1) == 0);
 
 	{
-		struct sembuf ops[] = {{0, -1, 0}};
+		struct sembuf ops[] = { { 0, -1, 0 } };
 
 		p[0] = start(ops, 1, 0);
 		WAIT_CNT(id, 0, GETNCNT, 1);
@@ -56,25 +56,25 @@ int main(void)
 		WAIT_CNT(id, 0, GETNCNT, 2);
 	}
 	{
-		struct sembuf ops[] = {{1, 0, 0}};
+		struct sembuf ops[] = { { 1, 0, 0 } };
 
 		p[2] = start(ops, 1, 0);
 		WAIT_CNT(id, 1, GETZCNT, 1);
 	}
 	{
-		struct sembuf ops[] = {{2, 1, 0}, {0, -1, 0}, {1, 0, 0}};
+		struct sembuf ops[] = { { 2, 1, 0 }, { 0, -1, 0 }, { 1, 0, 0 } };
 
 		p[3] = start(ops, 3, 0);
 		WAIT_CNT(id, 0, GETNCNT, 3);
 	}
 	{
-		struct sembuf ops[] = {{0, -1, SEM_UNDO}};
+		struct sembuf ops[] = { { 0, -1, SEM_UNDO } };
 
 		p[4] = start(ops, 1, 0);
 		WAIT_CNT(id, 0, GETNCNT, 4);
 	}
 	{
-		struct sembuf ops[] = {{0, -1, 0}};
+		struct sembuf ops[] = { { 0, -1, 0 } };
 
 		p[5] = start(ops, 1, 0);
 		WAIT_CNT(id, 0, GETNCNT, 5);

@@ -66,19 +66,19 @@ static void values(int a)
 
 static void all(int a)
 {
-	unsigned short in[3] = {1, 2, 3}, bad[3] = {4, 40000, 5}, out[3] = {9, 9, 9};
+	unsigned short in[3] = { 1, 2, 3 }, bad[3] = { 4, 40000, 5 }, out[3] = { 9, 9, 9 };
 
-	CHECK("SETALL {1,2,3}", 0, semctl(a, 0, SETALL, (union semun){.array = in}));
-	CHECK("GETALL", 0, semctl(a, 0, GETALL, (union semun){.array = out}));
+	CHECK("SETALL {1,2,3}", 0, semctl(a, 0, SETALL, (union semun){ .array = in }));
+	CHECK("GETALL", 0, semctl(a, 0, GETALL, (union semun){ .array = out }));
 	printf("GETALL values: %u %u %u\n", out[0], out[1], out[2]);
-	CHECK("SETALL {4,40000,5}", -ERANGE, semctl(a, 0, SETALL, (union semun){.array = bad}));
-	CHECK("GETALL after failed SETALL", 0, semctl(a, 0, GETALL, (union semun){.array = out}));
+	CHECK("SETALL {4,40000,5}", -ERANGE, semctl(a, 0, SETALL, (union semun){ .array = bad }));
+	CHECK("GETALL after failed SETALL", 0, semctl(a, 0, GETALL, (union semun){ .array = out }));
 	printf("GETALL values: %u %u %u\n", out[0], out[1], out[2]);
-	CHECK("SETALL NULL", -EFAULT, semctl(a, 0, SETALL, (union semun){.array = NULL}));
-	CHECK("GETALL NULL", -EFAULT, semctl(a, 0, GETALL, (union semun){.array = NULL}));
-	CHECK("GETALL bad id", -EINVAL, semctl(777, 0, GETALL, (union semun){.array = out}));
+	CHECK("SETALL NULL", -EFAULT, semctl(a, 0, SETALL, (union semun){ .array = NULL }));
+	CHECK("GETALL NULL", -EFAULT, semctl(a, 0, GETALL, (union semun){ .array = NULL }));
+	CHECK("GETALL bad id", -EINVAL, semctl(777, 0, GETALL, (union semun){ .array = out }));
 	/* semnum is ignored by the whole-set commands */
-	CHECK("GETALL semnum 99", 0, semctl(a, 99, GETALL, (union semun){.array = out}));
+	CHECK("GETALL semnum 99", 0, semctl(a, 99, GETALL, (union semun){ .array = out }));
 }
 
 /* GETPID, GETNCNT, GETZCNT with real sleepers. */
@@ -88,7 +88,7 @@ static void counts(int a)
 	int r;
 
 	CHECK("SETALL {1,0,0}", 0,
-	      semctl(a, 0, SETALL, (union semun){.array = (unsigned short[]){1, 0, 0}}));
+	      semctl(a, 0, SETALL, (union semun){ .array = (unsigned short[]){ 1, 0, 0 } }));
 	r = semctl(a, 2, GETPID);
 	printf("GETPID a[2] after SETALL is me: %s\n", r == me ? "yes" : "no");
 	EXPECT(r == me, "GETPID after SETALL: %d", r);
@@ -143,16 +143,16 @@ static void stat_set(int b, time_t t0)
 	time_t t1;
 
 	memset(&ds, 0, sizeof(ds));
-	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){.buf = &ds}));
+	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){ .buf = &ds }));
 	t1 = time(NULL);
 	show_ds("b", &ds, t0, t1);
-	CHECK("IPC_STAT NULL", -EFAULT, semctl(b, 0, IPC_STAT, (union semun){.buf = NULL}));
-	CHECK("IPC_STAT id -1", -EINVAL, semctl(-1, 0, IPC_STAT, (union semun){.buf = &ds}));
+	CHECK("IPC_STAT NULL", -EFAULT, semctl(b, 0, IPC_STAT, (union semun){ .buf = NULL }));
+	CHECK("IPC_STAT id -1", -EINVAL, semctl(-1, 0, IPC_STAT, (union semun){ .buf = &ds }));
 	/* x86_64 does not strip IPC_64: glibc never sends it, the raw call sees EINVAL */
 	CHECK("IPC_STAT|IPC_64 (raw)", -EINVAL, syscall(SYS_semctl, b, 0, IPC_STAT | 0x100, &ds));
 
 	CHECK("semop b[1] +1", 0, sop1(b, 1, 1, 0));
-	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){.buf = &ds}));
+	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){ .buf = &ds }));
 	show_ds("b after semop", &ds, t0, time(NULL));
 
 	/* owner, group and the low 9 mode bits change; creator ids and other bits do not */
@@ -163,21 +163,22 @@ static void stat_set(int b, time_t t0)
 	ds.sem_perm.__key = 0x1111;
 	ds.sem_nsems = 99;
 	CHECK("IPC_SET b uid/gid 65534 mode 07660", 0,
-	      semctl(b, 0, IPC_SET, (union semun){.buf = &ds}));
+	      semctl(b, 0, IPC_SET, (union semun){ .buf = &ds }));
 	memset(&ds, 0, sizeof(ds));
-	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){.buf = &ds}));
+	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){ .buf = &ds }));
 	show_ds("b after IPC_SET", &ds, t0, time(NULL));
 	ds.sem_perm.uid = (uid_t)-1; /* not mappable */
-	CHECK("IPC_SET uid -1", -EINVAL, semctl(b, 0, IPC_SET, (union semun){.buf = &ds}));
+	CHECK("IPC_SET uid -1", -EINVAL, semctl(b, 0, IPC_SET, (union semun){ .buf = &ds }));
 	ds.sem_perm.uid = 0;
 	ds.sem_perm.gid = (gid_t)-1;
-	CHECK("IPC_SET gid -1", -EINVAL, semctl(b, 0, IPC_SET, (union semun){.buf = &ds}));
-	CHECK("IPC_SET NULL", -EFAULT, semctl(b, 0, IPC_SET, (union semun){.buf = NULL}));
-	CHECK("IPC_SET bad id", -EINVAL, semctl(4321, 0, IPC_SET, (union semun){.buf = &ds}));
+	CHECK("IPC_SET gid -1", -EINVAL, semctl(b, 0, IPC_SET, (union semun){ .buf = &ds }));
+	CHECK("IPC_SET NULL", -EFAULT, semctl(b, 0, IPC_SET, (union semun){ .buf = NULL }));
+	CHECK("IPC_SET bad id", -EINVAL, semctl(4321, 0, IPC_SET, (union semun){ .buf = &ds }));
 	ds.sem_perm.gid = 0;
 	ds.sem_perm.mode = 0640;
-	CHECK("IPC_SET b back to root, 0640", 0, semctl(b, 0, IPC_SET, (union semun){.buf = &ds}));
-	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){.buf = &ds}));
+	CHECK("IPC_SET b back to root, 0640", 0,
+	      semctl(b, 0, IPC_SET, (union semun){ .buf = &ds }));
+	CHECK("IPC_STAT b", 0, semctl(b, 0, IPC_STAT, (union semun){ .buf = &ds }));
 	show_ds("b restored", &ds, t0, time(NULL));
 }
 
@@ -187,17 +188,17 @@ static void info(void)
 	long r;
 
 	memset(&si, 0, sizeof(si));
-	r = SHOW("IPC_INFO", semctl(0, 0, IPC_INFO, (union semun){.__buf = &si}));
+	r = SHOW("IPC_INFO", semctl(0, 0, IPC_INFO, (union semun){ .__buf = &si }));
 	show_info("IPC_INFO", r, &si);
 	memset(&si, 0, sizeof(si));
-	r = SHOW("SEM_INFO", semctl(0, 0, SEM_INFO, (union semun){.__buf = &si}));
+	r = SHOW("SEM_INFO", semctl(0, 0, SEM_INFO, (union semun){ .__buf = &si }));
 	show_info("SEM_INFO", r, &si);
 	/* the id is not used, but a negative one is still refused */
-	CHECK("IPC_INFO id -1", -EINVAL, semctl(-1, 0, IPC_INFO, (union semun){.__buf = &si}));
+	CHECK("IPC_INFO id -1", -EINVAL, semctl(-1, 0, IPC_INFO, (union semun){ .__buf = &si }));
 	CHECK("SEM_INFO id 9999 (highest index in use)", 2,
-	      semctl(9999, 0, SEM_INFO, (union semun){.__buf = &si}));
-	CHECK("IPC_INFO NULL", -EFAULT, semctl(0, 0, IPC_INFO, (union semun){.__buf = NULL}));
-	CHECK("SEM_INFO NULL", -EFAULT, semctl(0, 0, SEM_INFO, (union semun){.__buf = NULL}));
+	      semctl(9999, 0, SEM_INFO, (union semun){ .__buf = &si }));
+	CHECK("IPC_INFO NULL", -EFAULT, semctl(0, 0, IPC_INFO, (union semun){ .__buf = NULL }));
+	CHECK("SEM_INFO NULL", -EFAULT, semctl(0, 0, SEM_INFO, (union semun){ .__buf = NULL }));
 }
 
 static void stat_index(time_t t0)
@@ -210,20 +211,21 @@ static void stat_index(time_t t0)
 
 		memset(&ds, 0, sizeof(ds));
 		snprintf(label, sizeof(label), "SEM_STAT index %d", idx);
-		r = SHOW(label, semctl(idx, 0, SEM_STAT, (union semun){.buf = &ds}));
+		r = SHOW(label, semctl(idx, 0, SEM_STAT, (union semun){ .buf = &ds }));
 		if (r >= 0)
 			show_ds(label, &ds, t0, time(NULL));
 		memset(&ds, 0, sizeof(ds));
 		snprintf(label, sizeof(label), "SEM_STAT_ANY index %d", idx);
-		r = SHOW(label, semctl(idx, 0, SEM_STAT_ANY, (union semun){.buf = &ds}));
+		r = SHOW(label, semctl(idx, 0, SEM_STAT_ANY, (union semun){ .buf = &ds }));
 		if (r >= 0)
 			show_ds(label, &ds, t0, time(NULL));
 	}
-	CHECK("SEM_STAT index -1", -EINVAL, semctl(-1, 0, SEM_STAT, (union semun){.buf = &ds}));
+	CHECK("SEM_STAT index -1", -EINVAL, semctl(-1, 0, SEM_STAT, (union semun){ .buf = &ds }));
 	CHECK("SEM_STAT index 32000", -EINVAL,
-	      semctl(32000, 0, SEM_STAT, (union semun){.buf = &ds}));
-	CHECK("SEM_STAT NULL", -EFAULT, semctl(1, 0, SEM_STAT, (union semun){.buf = NULL}));
-	CHECK("SEM_STAT_ANY NULL", -EFAULT, semctl(1, 0, SEM_STAT_ANY, (union semun){.buf = NULL}));
+	      semctl(32000, 0, SEM_STAT, (union semun){ .buf = &ds }));
+	CHECK("SEM_STAT NULL", -EFAULT, semctl(1, 0, SEM_STAT, (union semun){ .buf = NULL }));
+	CHECK("SEM_STAT_ANY NULL", -EFAULT,
+	      semctl(1, 0, SEM_STAT_ANY, (union semun){ .buf = NULL }));
 }
 
 int main(void)
@@ -248,7 +250,7 @@ int main(void)
 	CHECK("IPC_RMID a", 0, semctl(a, 0, IPC_RMID));
 	CHECK("IPC_RMID a again", -EINVAL, semctl(a, 0, IPC_RMID));
 	CHECK("GETVAL removed a", -EINVAL, getval(a, 0));
-	CHECK("IPC_STAT removed a", -EINVAL, semctl(a, 0, IPC_STAT, (union semun){.buf = NULL}));
+	CHECK("IPC_STAT removed a", -EINVAL, semctl(a, 0, IPC_STAT, (union semun){ .buf = NULL }));
 	CHECK("semop removed a", -EINVAL, sop1(a, 0, 1, IPC_NOWAIT));
 	c = SHOW("semget private nsems 1 (third set)", semget(IPC_PRIVATE, 1, 0444));
 	EXPECT(c == 2, "third set's id %d", c);
@@ -263,7 +265,7 @@ int main(void)
 		struct seminfo si;
 
 		CHECK("SEM_INFO with one set left", 3,
-		      semctl(0, 0, SEM_INFO, (union semun){.__buf = &si}));
+		      semctl(0, 0, SEM_INFO, (union semun){ .__buf = &si }));
 		printf("SEM_INFO: sets %d semaphores %d\n", si.semusz, si.semaem);
 	}
 	return prog_exit_status();

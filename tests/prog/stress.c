@@ -31,9 +31,9 @@
 #define MAXWORK 16
 #define NKINDS	7
 
-static const unsigned short initial[NSEMS] = {6, 5, 3, 2};
-static const char *const kind_names[NKINDS] = {"take", "take two", "give back",	 "transfer",
-					       "pair", "zero",	   "interrupted"};
+static const unsigned short initial[NSEMS] = { 6, 5, 3, 2 };
+static const char *const kind_names[NKINDS] = { "take", "take two", "give back",  "transfer",
+						"pair", "zero",	    "interrupted" };
 
 struct shared {
 	int stop;
@@ -71,7 +71,7 @@ static int op(uint64_t *s, struct sembuf *sops, int n)
 			sops[i].sem_flg |= IPC_NOWAIT;
 		r = (int)syscall(SYS_semop, id, sops, n);
 	} else {
-		struct timespec ts = {0, (long)(1 + rnd(s) % 10) * 1000000L};
+		struct timespec ts = { 0, (long)(1 + rnd(s) % 10) * 1000000L };
 
 		r = semtimedop(id, sops, (size_t)n, &ts);
 	}
@@ -83,7 +83,7 @@ static int op(uint64_t *s, struct sembuf *sops, int n)
 static void *worker_thread(void *arg)
 {
 	uint64_t s = (uint64_t)(uintptr_t)arg;
-	int held[NSEMS] = {0};
+	int held[NSEMS] = { 0 };
 
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
 		uint32_t k = rnd(&s) % 100;
@@ -92,14 +92,14 @@ static void *worker_thread(void *arg)
 
 		if (k < 25) {
 			short n = (short)(1 + rnd(&s) % 2);
-			struct sembuf t = {a, (short)-n, SEM_UNDO};
+			struct sembuf t = { a, (short)-n, SEM_UNDO };
 
 			if (op(&s, &t, 1) == 0) {
 				held[a] += n;
 				count(0);
 			}
 		} else if (k < 35) {
-			struct sembuf t[2] = {{a, -1, SEM_UNDO}, {b, -1, SEM_UNDO}};
+			struct sembuf t[2] = { { a, -1, SEM_UNDO }, { b, -1, SEM_UNDO } };
 
 			if (op(&s, t, 2) == 0) {
 				held[a]++;
@@ -108,7 +108,7 @@ static void *worker_thread(void *arg)
 			}
 		} else if (k < 65) {
 			for (int i = 0; i < NSEMS; i++) {
-				struct sembuf g = {(unsigned short)i, (short)held[i], SEM_UNDO};
+				struct sembuf g = { (unsigned short)i, (short)held[i], SEM_UNDO };
 
 				/* an increment never sleeps, so natively no signal can stop it */
 				if (!held[i])
@@ -121,18 +121,18 @@ static void *worker_thread(void *arg)
 				}
 			}
 		} else if (k < 80) {
-			struct sembuf t[2] = {{a, -1, 0}, {b, 1, 0}};
+			struct sembuf t[2] = { { a, -1, 0 }, { b, 1, 0 } };
 
 			if (op(&s, t, 2) == 0)
 				count(3);
 		} else if (k < 92) {
-			struct sembuf t[2] = {{a, -1, 0}, {a, 1, 0}};
+			struct sembuf t[2] = { { a, -1, 0 }, { a, 1, 0 } };
 
 			if (op(&s, t, 2) == 0)
 				count(4);
 		} else {
-			struct sembuf z = {a, 0, 0};
-			struct timespec ts = {0, 2000000};
+			struct sembuf z = { a, 0, 0 };
+			struct timespec ts = { 0, 2000000 };
 
 			if (semtimedop(id, &z, 1, &ts) == 0)
 				count(5);
@@ -142,7 +142,7 @@ static void *worker_thread(void *arg)
 	}
 	/* asked to stop: give everything back (exit would too; this path tests it explicitly) */
 	for (int i = 0; i < NSEMS; i++) {
-		struct sembuf g = {(unsigned short)i, (short)held[i], SEM_UNDO};
+		struct sembuf g = { (unsigned short)i, (short)held[i], SEM_UNDO };
 
 		while (held[i] && semop(id, &g, 1) && errno == EINTR)
 			;
@@ -157,7 +157,7 @@ static void on_usr1(int sig)
 
 static void worker_main(uint64_t seed)
 {
-	struct sigaction sa = {.sa_handler = on_usr1};
+	struct sigaction sa = { .sa_handler = on_usr1 };
 	int nthreads = 2 + (int)(seed % 3);
 	pthread_t th[4];
 
@@ -200,7 +200,7 @@ int main(int argc, char **argv)
 	MUST(sh != MAP_FAILED);
 	id = semget(IPC_PRIVATE, NSEMS, 0600);
 	MUST(id >= 0);
-	MUST(semctl(id, 0, SETALL, (union semun){.array = (unsigned short *)initial}) == 0);
+	MUST(semctl(id, 0, SETALL, (union semun){ .array = (unsigned short *)initial }) == 0);
 
 	for (int i = 0; i < nworkers; i++)
 		w[i] = spawn(rnd(&seed));
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 	/* every worker is reaped; a supervisor may take a moment to apply the last exits */
 	t_sum = now_ns() + WAIT_MS * 1000000LL;
 	do {
-		MUST(semctl(id, 0, GETALL, (union semun){.array = v}) == 0);
+		MUST(semctl(id, 0, GETALL, (union semun){ .array = v }) == 0);
 		sum = 0;
 		sleepers = 0;
 		for (int i = 0; i < NSEMS; i++) {

@@ -35,23 +35,24 @@ static long r_semctl(long sid, long num, long cmd, unsigned long arg)
 
 static void entry_points(int id)
 {
-	struct sembuf up = {0, 1, 0}, down = {0, -1, 0};
-	struct timespec ts = {1, 0};
+	struct sembuf up = { 0, 1, 0 }, down = { 0, -1, 0 };
+	struct timespec ts = { 1, 0 };
 
 	printf("-- four ways to call semop\n");
 	CHECK("glibc semop +1", 0, semop(id, &up, 1));
 	CHECK("glibc semtimedop -1", 0, semtimedop(id, &down, 1, &ts));
 	CHECK("raw semop +1", 0, r_semop(id, &up, 1));
 	CHECK("raw semtimedop -1, no timeout", 0, r_semtimedop(id, &down, 1, NULL));
-	CHECK("raw semop -1 nowait", -EAGAIN, r_semop(id, &(struct sembuf){0, -1, IPC_NOWAIT}, 1));
+	CHECK("raw semop -1 nowait", -EAGAIN,
+	      r_semop(id, &(struct sembuf){ 0, -1, IPC_NOWAIT }, 1));
 	CHECK("raw semtimedop -1, zero timeout", -EAGAIN,
-	      r_semtimedop(id, &down, 1, &(struct timespec){0, 0}));
+	      r_semtimedop(id, &down, 1, &(struct timespec){ 0, 0 }));
 	CHECK("GETVAL", 0, getval(id, 0));
 }
 
 static void registers(int id)
 {
-	struct sembuf up = {0, 1, 0};
+	struct sembuf up = { 0, 1, 0 };
 	long a, b;
 
 	printf("-- only the low 32 bits\n");
@@ -69,7 +70,7 @@ static void registers(int id)
 	CHECK("raw semctl SETVAL 0x1_ffffffff (-1)", -ERANGE,
 	      r_semctl(id, 0, SETVAL, 0x1ffffffffUL));
 	CHECK("sem_flg with unknown bits", 0,
-	      r_semop(id, &(struct sembuf){0, -1, (short)(0x2000 | 0x0400 | 0x8000)}, 1));
+	      r_semop(id, &(struct sembuf){ 0, -1, (short)(0x2000 | 0x0400 | 0x8000) }, 1));
 	CHECK("IPC_STAT|IPC_64", -EINVAL, r_semctl(id, 0, IPC_STAT | 0x100, 0));
 	CHECK("GETVAL", 4, getval(id, 0));
 	MUST(setval(id, 0, 0) == 0);
@@ -81,7 +82,7 @@ static void check_order(int id)
 
 	printf("-- the order of semop's checks\n");
 	for (int i = 0; i < 501; i++)
-		ops[i] = (struct sembuf){0, 0, IPC_NOWAIT};
+		ops[i] = (struct sembuf){ 0, 0, IPC_NOWAIT };
 	CHECK("nsops 0", -EINVAL, r_semop(id, ops, 0));
 	CHECK("semid -1", -EINVAL, r_semop(-1, ops, 1));
 	/* the kernel checks nsops against SEMOPM and copies the sops before it looks at semid */
@@ -93,11 +94,11 @@ static void check_order(int id)
 	CHECK("sops NULL, bad id", -EFAULT, r_semop(9999, NULL, 1));
 	CHECK("timeout unreadable, nsops 0", -EFAULT, r_semtimedop(id, ops, 0, (void *)16));
 	CHECK("bad id", -EINVAL, r_semop(9999, ops, 1));
-	CHECK("sem_num 65535", -EFBIG, r_semop(id, &(struct sembuf){65535, 1, 0}, 1));
+	CHECK("sem_num 65535", -EFBIG, r_semop(id, &(struct sembuf){ 65535, 1, 0 }, 1));
 	CHECK("sem_num 1 of 1, bad timeout", -EINVAL,
-	      r_semtimedop(id, &(struct sembuf){1, 1, 0}, 1, &(struct timespec){0, -5}));
+	      r_semtimedop(id, &(struct sembuf){ 1, 1, 0 }, 1, &(struct timespec){ 0, -5 }));
 	CHECK("+1 on a value of 32767", -ERANGE,
-	      (setval(id, 0, 32767), r_semop(id, &(struct sembuf){0, 1, 0}, 1)));
+	      (setval(id, 0, 32767), r_semop(id, &(struct sembuf){ 0, 1, 0 }, 1)));
 	MUST(setval(id, 0, 0) == 0);
 }
 
@@ -116,13 +117,13 @@ static void memory(int id)
 	MUST(munmap(m + page, (size_t)page) == 0);
 	/* one sembuf fits before the hole, the second would be in it */
 	edge = (struct sembuf *)(m + page - sizeof(struct sembuf));
-	*edge = (struct sembuf){0, 1, 0};
+	*edge = (struct sembuf){ 0, 1, 0 };
 	CHECK("one sop just before an unmapped page", 0, r_semop(id, edge, 1));
 	CHECK("two sops, the second unmapped", -EFAULT, r_semop(id, edge, 2));
 	CHECK("GETVAL (nothing applied)", 1, getval(id, 0));
 	/* a semid_ds to IPC_SET from read-only memory later */
 	ds = (struct semid_ds *)(m + 64);
-	MUST(semctl(id, 0, IPC_STAT, (union semun){.buf = ds}) == 0);
+	MUST(semctl(id, 0, IPC_STAT, (union semun){ .buf = ds }) == 0);
 	/* sops in read-only memory are fine: semop only reads them */
 	MUST(mprotect(m, (size_t)page, PROT_READ) == 0);
 	CHECK("sops in read-only memory", 0, r_semop(id, edge, 1));
@@ -132,9 +133,9 @@ static void memory(int id)
 	MUST(vals);
 	for (int i = 0; i < 32000; i++)
 		vals[i] = (unsigned short)(i % 32768);
-	CHECK("SETALL of 32000", 0, semctl(big, 0, SETALL, (union semun){.array = vals}));
+	CHECK("SETALL of 32000", 0, semctl(big, 0, SETALL, (union semun){ .array = vals }));
 	memset(vals, 0, 32000 * sizeof(*vals));
-	CHECK("GETALL of 32000", 0, semctl(big, 0, GETALL, (union semun){.array = vals}));
+	CHECK("GETALL of 32000", 0, semctl(big, 0, GETALL, (union semun){ .array = vals }));
 	{
 		long sum = 0;
 		bool ok = true;
@@ -148,24 +149,24 @@ static void memory(int id)
 	CHECK("GETVAL a[31999]", 31999, getval(big, 31999));
 	/* a GETALL whose buffer runs into the unmapped page */
 	CHECK("GETALL into read-only memory", -EFAULT,
-	      semctl(id, 0, GETALL, (union semun){.array = (unsigned short *)m}));
+	      semctl(id, 0, GETALL, (union semun){ .array = (unsigned short *)m }));
 	CHECK("GETALL of 32000 ending in an unmapped page", -EFAULT,
-	      semctl(big, 0, GETALL, (union semun){.array = (unsigned short *)(m + page - 64)}));
+	      semctl(big, 0, GETALL, (union semun){ .array = (unsigned short *)(m + page - 64) }));
 	CHECK("IPC_STAT into read-only memory", -EFAULT,
-	      semctl(id, 0, IPC_STAT, (union semun){.buf = ds}));
+	      semctl(id, 0, IPC_STAT, (union semun){ .buf = ds }));
 	CHECK("IPC_SET from read-only memory (readable: fine)", 0,
-	      semctl(id, 0, IPC_SET, (union semun){.buf = ds}));
+	      semctl(id, 0, IPC_SET, (union semun){ .buf = ds }));
 	CHECK("SEM_INFO into read-only memory", -EFAULT,
-	      semctl(id, 0, SEM_INFO, (union semun){.__buf = (struct seminfo *)m}));
+	      semctl(id, 0, SEM_INFO, (union semun){ .__buf = (struct seminfo *)m }));
 	CHECK("SETALL from memory ending in an unmapped page", -EFAULT,
-	      semctl(big, 0, SETALL, (union semun){.array = (unsigned short *)(m + page - 64)}));
+	      semctl(big, 0, SETALL, (union semun){ .array = (unsigned short *)(m + page - 64) }));
 	CHECK("GETVAL a[5] (SETALL changed nothing)", 5, getval(big, 5));
 	{
 		struct sembuf *many = calloc(500, sizeof(*many));
 
 		MUST(many);
 		for (int i = 0; i < 500; i++)
-			many[i] = (struct sembuf){(unsigned short)(i * 64), 1, 0};
+			many[i] = (struct sembuf){ (unsigned short)(i * 64), 1, 0 };
 		CHECK("500 sops on 500 semaphores of the big set", 0, semop(big, many, 500));
 		CHECK("GETVAL a[64]", 65, getval(big, 64));
 		CHECK("GETVAL a[31936]", (31936 % 32768) + 1, getval(big, 31936));

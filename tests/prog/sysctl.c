@@ -10,7 +10,7 @@ static void info(const char *label)
 {
 	struct seminfo si;
 
-	MUST(semctl(0, 0, IPC_INFO, (union semun){.__buf = &si}) >= 0);
+	MUST(semctl(0, 0, IPC_INFO, (union semun){ .__buf = &si }) >= 0);
 	printf("%s: semmsl %d semmns %d semopm %d semmni %d\n", label, si.semmsl, si.semmns,
 	       si.semopm, si.semmni);
 }
@@ -30,7 +30,7 @@ int main(void)
 	CHECK("semget nsems 251", -EINVAL, semget(IPC_PRIVATE, 251, 0600));
 	id = CHECK("semget nsems 250", 0, semget(IPC_PRIVATE, 250, 0600));
 	for (int i = 0; i < 40; i++)
-		ops[i] = (struct sembuf){(unsigned short)i, 1, 0};
+		ops[i] = (struct sembuf){ (unsigned short)i, 1, 0 };
 	CHECK("semop 33 sops", -E2BIG, semop(id, ops, 33));
 	CHECK("semop 32 sops", 0, semop(id, ops, 32));
 	CHECK("second set", 1, semget(IPC_PRIVATE, 1, 0600));

@@ -18,8 +18,8 @@ static int id;
 /* semtimedop(sops) with a timeout of ms; prints result and whether it took [ms, ms + slack]. */
 static void timed(const char *label, unsigned short num, short op, int ms)
 {
-	struct sembuf b = {num, op, 0};
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct sembuf b = { num, op, 0 };
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	int64_t t0 = now_ns(), el;
 	int r, e;
 
@@ -41,8 +41,8 @@ struct tw {
 static void *timed_thread(void *arg)
 {
 	struct tw *t = arg;
-	struct sembuf b = {1, -1, 0};
-	struct timespec ts = {t->ms / 1000, (long)(t->ms % 1000) * 1000000L};
+	struct sembuf b = { 1, -1, 0 };
+	struct timespec ts = { t->ms / 1000, (long)(t->ms % 1000) * 1000000L };
 	int64_t t0 = now_ns();
 
 	t->result = semtimedop(id, &b, 1, &ts) ? errno : 0;
@@ -52,41 +52,41 @@ static void *timed_thread(void *arg)
 
 static void bad_timeouts(void)
 {
-	struct sembuf up = {0, 1, 0};
+	struct sembuf up = { 0, 1, 0 };
 	struct timespec ts;
 
 	printf("-- bad timeouts\n");
-	ts = (struct timespec){0, 1000000000L};
+	ts = (struct timespec){ 0, 1000000000L };
 	CHECK("tv_nsec 1e9 (op could proceed)", -EINVAL, semtimedop(id, &up, 1, &ts));
-	ts = (struct timespec){0, -1};
+	ts = (struct timespec){ 0, -1 };
 	CHECK("tv_nsec -1", -EINVAL, semtimedop(id, &up, 1, &ts));
-	ts = (struct timespec){-1, 0};
+	ts = (struct timespec){ -1, 0 };
 	CHECK("tv_sec -1", -EINVAL, semtimedop(id, &up, 1, &ts));
-	ts = (struct timespec){0, 1000000000L};
+	ts = (struct timespec){ 0, 1000000000L };
 	{
 		/* checked before the semaphore number (EFBIG) and before blocking (EAGAIN) */
-		struct sembuf far = {5, 1, 0}, nowait = {1, -1, IPC_NOWAIT};
+		struct sembuf far = { 5, 1, 0 }, nowait = { 1, -1, IPC_NOWAIT };
 
 		CHECK("tv_nsec 1e9, sem_num 5 of 2", -EINVAL, semtimedop(id, &far, 1, &ts));
 		CHECK("tv_nsec 1e9, would block with IPC_NOWAIT", -EINVAL,
 		      semtimedop(id, &nowait, 1, &ts));
-		ts = (struct timespec){0, 0};
+		ts = (struct timespec){ 0, 0 };
 		CHECK("sem_num 5 of 2, good timeout", -EFBIG, semtimedop(id, &far, 1, &ts));
 	}
 	CHECK("timeout pointer 8 (unreadable)", -EFAULT,
 	      semtimedop(id, &up, 1, (struct timespec *)8));
 	CHECK("a[0] unchanged", 0, getval(id, 0));
-	ts = (struct timespec){0, 999999999L};
+	ts = (struct timespec){ 0, 999999999L };
 	CHECK("tv_nsec 999999999 (valid; op proceeds)", 0, semtimedop(id, &up, 1, &ts));
 	CHECK("a[0]", 1, getval(id, 0));
 }
 
 int main(void)
 {
-	struct timespec zero = {0, 0};
-	struct sembuf down = {0, -1, 0};
+	struct timespec zero = { 0, 0 };
+	struct sembuf down = { 0, -1, 0 };
 	pthread_t th[3];
-	struct tw tw[3] = {{300, 0, 0}, {100, 0, 0}, {200, 0, 0}};
+	struct tw tw[3] = { { 300, 0, 0 }, { 100, 0, 0 }, { 200, 0, 0 } };
 	int64_t t0, el;
 	pid_t p;
 
@@ -126,7 +126,7 @@ int main(void)
 	printf("-- woken before the timeout\n");
 	p = xfork();
 	if (p == 0) {
-		struct timespec ts = {10, 0};
+		struct timespec ts = { 10, 0 };
 		int64_t c0 = now_ns();
 		int r = semtimedop(id, &down, 1, &ts);
 

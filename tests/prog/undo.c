@@ -64,7 +64,7 @@ static void at_kill(void)
 	p = xfork();
 	if (p == 0) {
 		/* a positive semadj (took one) and a negative one (gave two) in one list */
-		struct sembuf ops[2] = {{1, -1, SEM_UNDO}, {0, 2, SEM_UNDO}};
+		struct sembuf ops[2] = { { 1, -1, SEM_UNDO }, { 0, 2, SEM_UNDO } };
 
 		if (semop(id, ops, 2))
 			_exit(10);
@@ -229,7 +229,7 @@ static void cleared_and_clamped(void)
 	MUST(setval(id, 7, 0) == 0);
 	p = xfork();
 	if (p == 0) {
-		struct sembuf ops[2] = {{6, 3, SEM_UNDO}, {7, 3, SEM_UNDO}};
+		struct sembuf ops[2] = { { 6, 3, SEM_UNDO }, { 7, 3, SEM_UNDO } };
 
 		if (semop(id, ops, 2))
 			_exit(10);
@@ -247,7 +247,7 @@ static void cleared_and_clamped(void)
 
 	p = xfork();
 	if (p == 0) {
-		struct sembuf ops[2] = {{6, 1, SEM_UNDO}, {7, 1, SEM_UNDO}};
+		struct sembuf ops[2] = { { 6, 1, SEM_UNDO }, { 7, 1, SEM_UNDO } };
 
 		if (semop(id, ops, 2))
 			_exit(10);
@@ -257,7 +257,7 @@ static void cleared_and_clamped(void)
 	HEAR(&held, 'h');
 	CHECK("SETALL", 0,
 	      semctl(id, 0, SETALL,
-		     (union semun){.array = (unsigned short[]){0, 0, 0, 0, 0, 0, 20, 20}}));
+		     (union semun){ .array = (unsigned short[]){ 0, 0, 0, 0, 0, 0, 20, 20 } }));
 	tell(&go, 'g');
 	printf("child: %s\n", reap(p));
 	quiesce();
@@ -282,7 +282,7 @@ static void limits(void)
 		CHECK("a[0]", 0, getval(id, 0));
 		/* all-or-nothing: the failing second sop leaves the first undone too */
 		{
-			struct sembuf ops[2] = {{1, 1, SEM_UNDO}, {0, 1, SEM_UNDO}};
+			struct sembuf ops[2] = { { 1, 1, SEM_UNDO }, { 0, 1, SEM_UNDO } };
 
 			CHECK("{a[1] +1, a[0] +1} undo", -ERANGE, semop(id, ops, 2));
 		}

@@ -24,7 +24,7 @@ struct sleeper {
 /* A process that runs semop(sops) and then reports tag; it is asleep when this returns. */
 static struct sleeper sleep_on(char tag, int num, short op, int cnt_cmd, int cnt_now)
 {
-	struct sleeper s = {0, tag};
+	struct sleeper s = { 0, tag };
 
 	s.pid = xfork();
 	if (s.pid == 0) {
