@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/bench_util.h - what the workload programs (semop_multi, lockunlock, bulkwake, scale) share.
+ * bench/bench_util.h - what the bench programs share: all of it for the workload programs
+ * (semop_multi, lockunlock, bulkwake, scale), the small helpers (messages, clock, parsing) for floor.
  *
  * Every workload program is its own target binary, as bench/floor is: the driver (the process the
  * user starts) runs, for each row, "[CMD...] /proc/self/exe --target ... --result-fd N" in a child
@@ -85,7 +86,11 @@ BU_UNUSED static uint64_t bu_now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0) {
+		/* Cannot happen with CLOCK_MONOTONIC; a bench with no clock has nothing to say. */
+		perror("clock_gettime");
+		_exit(2);
+	}
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

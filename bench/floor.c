@@ -91,6 +91,8 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
+#include "bench_util.h"
+
 #ifndef __x86_64__
 #error "bench/floor traps x86_64 system call numbers and edits x86_64 registers; port it first"
 #endif
@@ -108,43 +110,6 @@
 #define RESULT_MAX 65536 /* fits a pipe buffer, so the target never blocks writing it */
 
 /* ---- small helpers ------------------------------------------------------------------------ */
-
-__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fputs("floor: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-/* Messages from a target process: prefixed so they cannot be mistaken for the parent's. */
-__attribute__((format(printf, 1, 2))) static void tmsg(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("floor: target: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0) {
-		/* Cannot happen with CLOCK_MONOTONIC; a bench with no clock has nothing to say. */
-		perror("floor: clock_gettime");
-		_exit(2);
-	}
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int pin_to(int cpu)
 {
@@ -174,28 +139,6 @@ static void format_cpus(uint64_t mask, char *buf, size_t size)
 		if (mask & cpu_bit(c))
 			len += (size_t)snprintf(buf + len, size - len, "%s%d", len ? "," : "", c);
 	}
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
 }
 
 enum {
@@ -267,7 +210,7 @@ static int target_loop(const struct loop_cfg *c, int out)
 
 	id = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
 	if (id < 0) {
-		tmsg("semget(IPC_PRIVATE): %s", strerror(errno));
+		bu_tmsg("semget(IPC_PRIVATE): %s", strerror(errno));
 		return -1;
 	}
 	g_semid = id;
@@ -275,12 +218,12 @@ static int target_loop(const struct loop_cfg *c, int out)
 	/* Warm-up: page faults, caches, the supervisor's first wake-ups, cpufreq.  Its average
 	   sizes K, so that every row's repetition lasts about as long whatever its per-call
 	   cost. */
-	t0 = now_ns();
+	t0 = bu_now_ns();
 	do {
 		if (updown(id, 64) < 0)
 			goto semop_failed;
 		warm_pairs += 64;
-		t1 = now_ns();
+		t1 = bu_now_ns();
 	} while ((double)(t1 - t0) < c->warm_time * 1e9);
 
 	if (c->calls > 0) {
@@ -296,15 +239,15 @@ static int target_loop(const struct loop_cfg *c, int out)
 	for (int r = 0; r < c->reps; r++) {
 		/* Where the caller ran: the cost of a wake-up depends on it (see floor.md). */
 		cpus[r] = cpu_bit(sched_getcpu());
-		t0 = now_ns();
+		t0 = bu_now_ns();
 		if (updown(id, pairs) < 0)
 			goto semop_failed;
-		ns[r] = now_ns() - t0;
+		ns[r] = bu_now_ns() - t0;
 		cpus[r] |= cpu_bit(sched_getcpu());
 	}
 
 	if (semctl(id, 0, IPC_RMID) < 0) {
-		tmsg("semctl(IPC_RMID): %s", strerror(errno));
+		bu_tmsg("semctl(IPC_RMID): %s", strerror(errno));
 		return -1;
 	}
 	g_semid = -1;
@@ -314,8 +257,8 @@ static int target_loop(const struct loop_cfg *c, int out)
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
 					"rep %" PRIu64 " %" PRIx64 "\n", ns[r], cpus[r]);
 	len += (size_t)snprintf(buf + len, sizeof(buf) - len, "end\n");
-	if (write_all(out, buf, len) < 0) {
-		tmsg("writing results to fd %d: %s", out, strerror(errno));
+	if (bu_write_all(out, buf, len) < 0) {
+		bu_tmsg("writing results to fd %d: %s", out, strerror(errno));
 		return -1;
 	}
 
@@ -326,7 +269,7 @@ static int target_loop(const struct loop_cfg *c, int out)
 	return 0;
 
 semop_failed:
-	tmsg("semop: %s", strerror(errno));
+	bu_tmsg("semop: %s", strerror(errno));
 	(void)semctl(id, 0, IPC_RMID);
 	return -1;
 }
@@ -533,15 +476,16 @@ static int notify_setup(struct run *r)
 	fd = install_filter(SECCOMP_RET_USER_NOTIF, SECCOMP_FILTER_FLAG_NEW_LISTENER);
 	if (fd < 0) {
 		if (errno == EBUSY)
-			tmsg("seccomp(NEW_LISTENER): EBUSY: a filter with a live listener is "
-			     "already installed above this process (nested sandbox or "
-			     "container); the kernel refuses a second one. Run floor outside it.");
+			bu_tmsg(
+			    "seccomp(NEW_LISTENER): EBUSY: a filter with a live listener is "
+			    "already installed above this process (nested sandbox or "
+			    "container); the kernel refuses a second one. Run floor outside it.");
 		else
-			tmsg("seccomp(SET_MODE_FILTER, NEW_LISTENER): %s", strerror(errno));
+			bu_tmsg("seccomp(SET_MODE_FILTER, NEW_LISTENER): %s", strerror(errno));
 		return -1;
 	}
 	if (send_fd(r->sock[1], fd) < 0) {
-		tmsg("sending the listener fd: %s", strerror(errno));
+		bu_tmsg("sending the listener fd: %s", strerror(errno));
 		return -1;
 	}
 	/* The listener lives while any copy is open, ours included (SPEC B4.1): close it, so that
@@ -551,7 +495,7 @@ static int notify_setup(struct run *r)
 		n = read(r->sock[1], &c, 1);
 	while (n < 0 && errno == EINTR);
 	if (n != 1) {
-		tmsg("waiting for the supervisor: %s", n < 0 ? strerror(errno) : "it went away");
+		bu_tmsg("waiting for the supervisor: %s", n < 0 ? strerror(errno) : "it went away");
 		return -1;
 	}
 	return c == 'g' ? 0 : 1;
@@ -624,7 +568,7 @@ static int notify_serve(struct run *r)
 		}
 	}
 
-	if (write_all(r->sock[0], &go, 1) < 0) {
+	if (bu_write_all(r->sock[0], &go, 1) < 0) {
 		snprintf(r->why, sizeof(r->why), "starting the target: %s", strerror(errno));
 		goto out;
 	}
@@ -712,7 +656,7 @@ static int notify_serve(struct run *r)
 out_quit:
 	/* Tell the target to leave without looping: it is blocked reading the socket. */
 	go = 'q';
-	(void)write_all(r->sock[0], &go, 1);
+	(void)bu_write_all(r->sock[0], &go, 1);
 out:
 	free(req);
 	free(resp);
@@ -725,17 +669,17 @@ static int ptrace_setup(struct run *r)
 {
 	(void)r;
 	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {
-		tmsg("ptrace(PTRACE_TRACEME): %s", strerror(errno));
+		bu_tmsg("ptrace(PTRACE_TRACEME): %s", strerror(errno));
 		return -1;
 	}
 	/* Stop so the tracer can set PTRACE_O_TRACESECCOMP before the filter exists: without it a
 	   SECCOMP_RET_TRACE call fails with ENOSYS instead of stopping. */
 	if (raise(SIGSTOP) != 0) {
-		tmsg("raise(SIGSTOP) failed");
+		bu_tmsg("raise(SIGSTOP) failed");
 		return -1;
 	}
 	if (install_filter(SECCOMP_RET_TRACE, 0) < 0) {
-		tmsg("seccomp(SET_MODE_FILTER, RET_TRACE): %s", strerror(errno));
+		bu_tmsg("seccomp(SET_MODE_FILTER, RET_TRACE): %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -855,7 +799,7 @@ __attribute__((noreturn)) static void child_main(struct run *r)
 	sigaction(SIGHUP, &dfl, NULL);
 	/* A target blocked in a notification nobody will answer must not outlive floor. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-		tmsg("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+		bu_tmsg("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
 		_exit(1);
 	}
 	if (getppid() != g_parent)
@@ -868,11 +812,11 @@ __attribute__((noreturn)) static void child_main(struct run *r)
 	/* A fresh IPC namespace keeps the host's ipcs clean and the set uncontended.  EPERM (root
 	   without CAP_SYS_ADMIN, e.g. in a container) falls back to an IPC_PRIVATE set. */
 	if (geteuid() == 0 && unshare(CLONE_NEWIPC) < 0 && errno != EPERM) {
-		tmsg("unshare(CLONE_NEWIPC): %s", strerror(errno));
+		bu_tmsg("unshare(CLONE_NEWIPC): %s", strerror(errno));
 		_exit(1);
 	}
 	if (g_cpu_target >= 0 && pin_to(g_cpu_target) < 0) {
-		tmsg("sched_setaffinity(CPU %d): %s", g_cpu_target, strerror(errno));
+		bu_tmsg("sched_setaffinity(CPU %d): %s", g_cpu_target, strerror(errno));
 		_exit(1);
 	}
 	if (r->m->setup) {
@@ -895,7 +839,7 @@ __attribute__((noreturn)) static void exec_target(struct run *r)
 
 	/* Own process group: on a timeout the whole tree (wrapper, supervisor, target) dies. */
 	if (setpgid(0, 0) < 0) {
-		tmsg("setpgid: %s", strerror(errno));
+		bu_tmsg("setpgid: %s", strerror(errno));
 		_exit(127);
 	}
 	/* SIGTERM, not SIGKILL: it survives exec, and a target that CMD became by exec (env) must
@@ -904,13 +848,13 @@ __attribute__((noreturn)) static void exec_target(struct run *r)
 		_exit(127);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0) {
-		tmsg("readlink(/proc/self/exe): %s", strerror(errno));
+		bu_tmsg("readlink(/proc/self/exe): %s", strerror(errno));
 		_exit(127);
 	}
 	self[n] = '\0';
 	/* The one fd the target must inherit through CMD's exec. */
 	if (fcntl(r->res[1], F_SETFD, 0) < 0) {
-		tmsg("fcntl: %s", strerror(errno));
+		bu_tmsg("fcntl: %s", strerror(errno));
 		_exit(127);
 	}
 	snprintf(fdbuf, sizeof(fdbuf), "%d", r->res[1]);
@@ -921,7 +865,7 @@ __attribute__((noreturn)) static void exec_target(struct run *r)
 	snprintf(tobuf, sizeof(tobuf), "%d", o->timeout);
 	for (char **c = r->m->cmd; *c != NULL; c++) {
 		if (i == 64) {
-			tmsg("--run-under: more than 64 words in the command");
+			bu_tmsg("--run-under: more than 64 words in the command");
 			_exit(127);
 		}
 		argv[i++] = *c;
@@ -947,7 +891,7 @@ __attribute__((noreturn)) static void exec_target(struct run *r)
 	}
 	argv[i] = NULL;
 	execvp(argv[0], argv);
-	tmsg("exec %s: %s", argv[0], strerror(errno));
+	bu_tmsg("exec %s: %s", argv[0], strerror(errno));
 	_exit(127);
 }
 
@@ -1013,17 +957,6 @@ static int read_results(struct run *r, struct row *row)
 	return 0;
 }
 
-static void describe_status(int st, char *buf, size_t size)
-{
-	if (WIFEXITED(st))
-		snprintf(buf, size, "exit status %d", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		snprintf(buf, size, "killed by signal %d (%s)", WTERMSIG(st),
-			 strsignal(WTERMSIG(st)));
-	else
-		snprintf(buf, size, "wait status %#x", st);
-}
-
 static void run_row(const struct mode *m, const struct opts *o, struct row *row)
 {
 	struct run r;
@@ -1037,9 +970,9 @@ static void run_row(const struct mode *m, const struct opts *o, struct row *row)
 	row->m = m;
 
 	if (pipe2(r.res, O_CLOEXEC) < 0)
-		die("pipe2: %s", strerror(errno));
+		bu_die("pipe2: %s", strerror(errno));
 	if ((m->flags & M_NOTIFY) && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, r.sock) < 0)
-		die("socketpair: %s", strerror(errno));
+		bu_die("socketpair: %s", strerror(errno));
 
 	if (o->verbose)
 		fprintf(stderr, "floor: row %s\n", m->name);
@@ -1048,7 +981,7 @@ static void run_row(const struct mode *m, const struct opts *o, struct row *row)
 	g_timed_out = 0;
 	r.pid = fork();
 	if (r.pid < 0)
-		die("fork: %s", strerror(errno));
+		bu_die("fork: %s", strerror(errno));
 	if (r.pid == 0) {
 		if (m->flags & M_EXEC)
 			exec_target(&r);
@@ -1074,7 +1007,7 @@ static void run_row(const struct mode *m, const struct opts *o, struct row *row)
 	read_rc = r.unsupported ? 0 : read_results(&r, row);
 	if (!r.reaped) {
 		if (wait_target(r.pid, &r.status) < 0)
-			die("waitpid: %s", strerror(errno));
+			bu_die("waitpid: %s", strerror(errno));
 		r.reaped = true;
 	}
 	alarm(0);
@@ -1083,7 +1016,7 @@ static void run_row(const struct mode *m, const struct opts *o, struct row *row)
 	if (r.sock[0] >= 0)
 		close(r.sock[0]);
 
-	describe_status(r.status, st, sizeof(st));
+	bu_describe_status(r.status, st, sizeof(st));
 	const char *who = (m->flags & M_EXEC) ? "command" : "target";
 
 	if (r.unsupported) {
@@ -1120,7 +1053,7 @@ static void run_row(const struct mode *m, const struct opts *o, struct row *row)
 	int n = row->nreps;
 
 	memcpy(sorted, row->us, sizeof(double) * (size_t)n);
-	qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+	qsort(sorted, (size_t)n, sizeof(double), bu_cmp_double);
 	row->min = sorted[0];
 	row->max = sorted[n - 1];
 	row->med = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
@@ -1260,30 +1193,6 @@ static void usage(FILE *f)
 }
 /* clang-format on */
 
-static long parse_long(const char *opt, const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end != '\0' || v < lo || v > hi)
-		die("%s: expected an integer in [%ld, %ld], got \"%s\"", opt, lo, hi, s);
-	return v;
-}
-
-static double parse_seconds(const char *opt, const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end != '\0' || !(v >= 0.001 && v <= 3600))
-		die("%s: expected seconds in [0.001, 3600], got \"%s\"", opt, s);
-	return v;
-}
-
 enum {
 	OPT_REPS = 256,
 	OPT_REP_TIME,
@@ -1327,16 +1236,16 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "vh", lopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_REPS:
-			reps = (int)parse_long("--reps", optarg, 1, MAX_REPS);
+			reps = (int)bu_parse_long("--reps", optarg, 1, MAX_REPS);
 			break;
 		case OPT_REP_TIME:
-			rep_time = parse_seconds("--rep-time", optarg);
+			rep_time = bu_parse_seconds("--rep-time", optarg);
 			break;
 		case OPT_WARM_TIME:
-			warm_time = parse_seconds("--warm-time", optarg);
+			warm_time = bu_parse_seconds("--warm-time", optarg);
 			break;
 		case OPT_CALLS:
-			o->calls = parse_long("--calls", optarg, 0, MAX_CALLS);
+			o->calls = bu_parse_long("--calls", optarg, 0, MAX_CALLS);
 			break;
 		case OPT_QUICK:
 			o->quick = true;
@@ -1350,13 +1259,13 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			else if (strcmp(optarg, "same") == 0)
 				o->cpu_pin = PIN_SAME;
 			else
-				die("--cpu-pin: expected split or same, got \"%s\"", optarg);
+				bu_die("--cpu-pin: expected split or same, got \"%s\"", optarg);
 			break;
 		case OPT_OUT:
 			o->out = optarg;
 			break;
 		case OPT_TIMEOUT:
-			o->timeout = (int)parse_long("--timeout", optarg, 1, 86400);
+			o->timeout = (int)bu_parse_long("--timeout", optarg, 1, 86400);
 			break;
 		case 'v':
 			o->verbose = true;
@@ -1368,10 +1277,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->target_loop = true;
 			break;
 		case OPT_RESULT_FD:
-			o->result_fd = (int)parse_long("--result-fd", optarg, 0, INT_MAX);
+			o->result_fd = (int)bu_parse_long("--result-fd", optarg, 0, INT_MAX);
 			break;
 		case OPT_PIN_CPU:
-			o->pin_cpu = (int)parse_long("--pin-cpu", optarg, 0, CPU_SETSIZE - 1);
+			o->pin_cpu = (int)bu_parse_long("--pin-cpu", optarg, 0, CPU_SETSIZE - 1);
 			break;
 		default:
 			fputs("Try 'floor --help'.\n", stderr);
@@ -1379,8 +1288,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
-		    argv[optind]);
+		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
+		       argv[optind]);
 	o->reps = reps ? reps : o->quick ? 5 : 7;
 	o->rep_time = rep_time > 0 ? rep_time : o->quick ? 0.15 : 0.3;
 	o->warm_time = warm_time > 0 ? warm_time : o->quick ? 0.1 : 0.15;
@@ -1419,16 +1328,11 @@ static void check_only(const char *only)
 			ok |= strlen(builtin_modes[i].name) == len &&
 			      strncmp(builtin_modes[i].name, p, len) == 0;
 		if (!ok)
-			die("--only: no row named \"%.*s\" (see --help)", (int)len, p);
+			bu_die("--only: no row named \"%.*s\" (see --help)", (int)len, p);
 		p += len;
 		if (*p == ',')
 			p++;
 	}
-}
-
-static bool is_run_under(const char *a)
-{
-	return strcmp(a, "--run-under") == 0 || strncmp(a, "--run-under=", 12) == 0;
 }
 
 /* SIGTERM/SIGINT/SIGHUP in a --run-under target: do not leave the set behind. */
@@ -1449,16 +1353,17 @@ static int target_main(const struct opts *o)
 	sa.sa_handler = on_target_term;
 	if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0 ||
 	    sigaction(SIGHUP, &sa, NULL) < 0)
-		die("sigaction: %s", strerror(errno));
+		bu_die("sigaction: %s", strerror(errno));
 
 	if (o->result_fd < 0 || fcntl(o->result_fd, F_GETFD) < 0)
-		die("--target-loop: --result-fd %d is not an open fd (did the wrapper close it?)",
+		bu_die(
+		    "--target-loop: --result-fd %d is not an open fd (did the wrapper close it?)",
 		    o->result_fd);
 	/* Do not leak the report pipe into anything the target might start. */
 	if (fcntl(o->result_fd, F_SETFD, FD_CLOEXEC) < 0)
-		die("fcntl: %s", strerror(errno));
+		bu_die("fcntl: %s", strerror(errno));
 	if (o->pin_cpu >= 0 && pin_to(o->pin_cpu) < 0)
-		die("sched_setaffinity(CPU %d): %s", o->pin_cpu, strerror(errno));
+		bu_die("sched_setaffinity(CPU %d): %s", o->pin_cpu, strerror(errno));
 	alarm((unsigned)o->timeout + 5); /* SIGALRM's default action: never outlive the row */
 	return target_loop(&cfg, o->result_fd) < 0 ? 1 : 0;
 }
@@ -1608,16 +1513,17 @@ int main(int argc, char **argv)
 	char pinning[64];
 	int own_argc = argc, failed = 0;
 
+	bu_prog = "floor"; /* for bu_die() and bu_tmsg(); floor handles its own signals */
 	/* Everything from the first --run-under on belongs to the wrapped commands, so cut it off
 	   before getopt (which would otherwise permute CMD's options into ours). */
 	for (int i = 1; i < argc; i++) {
-		if (is_run_under(argv[i])) {
+		if (bu_is_run_under(argv[i])) {
 			own_argc = i;
 			break;
 		}
 	}
 	for (int i = own_argc; i < argc; i++)
-		nunder += is_run_under(argv[i]);
+		nunder += bu_is_run_under(argv[i]);
 	parse_opts(own_argc, argv, &o);
 	g_parent = getpid();
 
@@ -1628,7 +1534,7 @@ int main(int argc, char **argv)
 	modes = calloc(N_BUILTIN + nunder, sizeof(*modes));
 	rows = calloc(N_BUILTIN + nunder, sizeof(*rows));
 	if (modes == NULL || rows == NULL)
-		die("out of memory");
+		bu_die("out of memory");
 	for (size_t i = 0; i < N_BUILTIN; i++) {
 		if (selected(o.only, builtin_modes[i].name))
 			modes[nmodes++] = builtin_modes[i];
@@ -1640,10 +1546,10 @@ int main(int argc, char **argv)
 		const char *eq;
 		char *label;
 
-		if (!is_run_under(argv[i]))
+		if (!bu_is_run_under(argv[i]))
 			continue;
-		if (i + 1 >= argc || is_run_under(argv[i + 1]))
-			die("%s needs a command (e.g. --run-under env --)", argv[i]);
+		if (i + 1 >= argc || bu_is_run_under(argv[i + 1]))
+			bu_die("%s needs a command (e.g. --run-under env --)", argv[i]);
 		eq = strchr(argv[i], '=');
 		if (eq && eq[1]) {
 			label = strdup(eq + 1);
@@ -1655,7 +1561,7 @@ int main(int argc, char **argv)
 				label = NULL;
 		}
 		if (label == NULL)
-			die("out of memory");
+			bu_die("out of memory");
 		for (char *p = label; *p; p++) {
 			if (*p == '\t' || *p == '\n')
 				*p = ' ';
@@ -1666,12 +1572,12 @@ int main(int argc, char **argv)
 		nmodes++;
 	}
 	for (int i = own_argc; i < argc; i++) {
-		if (is_run_under(argv[i]))
+		if (bu_is_run_under(argv[i]))
 			argv[i] = NULL;
 	}
 
 	if (uname(&u) < 0)
-		die("uname: %s", strerror(errno));
+		bu_die("uname: %s", strerror(errno));
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &g_sizes) == 0)
 		g_have_sizes = true;
 
@@ -1681,7 +1587,7 @@ int main(int argc, char **argv)
 		int found = 0;
 
 		if (sched_getaffinity(0, sizeof(set), &set) < 0)
-			die("sched_getaffinity: %s", strerror(errno));
+			bu_die("sched_getaffinity: %s", strerror(errno));
 		for (int c = 0; c < CPU_SETSIZE && found < 2; c++) {
 			if (!CPU_ISSET(c, &set))
 				continue;
@@ -1693,7 +1599,8 @@ int main(int argc, char **argv)
 		if (o.cpu_pin == PIN_SAME && found >= 1) {
 			g_cpu_super = g_cpu_target;
 			if (pin_to(g_cpu_super) < 0)
-				die("sched_setaffinity(CPU %d): %s", g_cpu_super, strerror(errno));
+				bu_die("sched_setaffinity(CPU %d): %s", g_cpu_super,
+				       strerror(errno));
 			snprintf(pinning, sizeof(pinning), "same (target and supervisor on CPU %d)",
 				 g_cpu_target);
 		} else if (found < 2) {
@@ -1701,7 +1608,8 @@ int main(int argc, char **argv)
 			snprintf(pinning, sizeof(pinning), "off (split requested, 1 CPU allowed)");
 		} else {
 			if (pin_to(g_cpu_super) < 0)
-				die("sched_setaffinity(CPU %d): %s", g_cpu_super, strerror(errno));
+				bu_die("sched_setaffinity(CPU %d): %s", g_cpu_super,
+				       strerror(errno));
 			snprintf(pinning, sizeof(pinning),
 				 "split (target CPU %d, supervisor CPU %d)", g_cpu_target,
 				 g_cpu_super);
@@ -1712,11 +1620,11 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sa.sa_handler = on_alarm; /* no SA_RESTART: blocked calls must return on the deadline */
 	if (sigaction(SIGALRM, &sa, NULL) < 0)
-		die("sigaction: %s", strerror(errno));
+		bu_die("sigaction: %s", strerror(errno));
 	sa.sa_handler = on_fatal;
 	if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 ||
 	    sigaction(SIGHUP, &sa, NULL) < 0)
-		die("sigaction: %s", strerror(errno));
+		bu_die("sigaction: %s", strerror(errno));
 
 	for (size_t i = 0; i < nmodes; i++) {
 		run_row(&modes[i], &o, &rows[i]);
