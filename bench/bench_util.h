@@ -628,6 +628,43 @@ BU_UNUSED static int bu_run_target(const struct bu_row *row, char *const *targs,
 	return 0;
 }
 
+/*
+ * The driver's measuring loop: reps repetitions, each running every row's target once in turn,
+ * so that a change in the machine's load hits every row alike. Each report goes to
+ * parse(report, row, arg, why, whysz), which returns 0, or -1 with why filled. A row whose
+ * target or report fails is named on stderr, marked in failed[] and not run again. Returns 1 if
+ * any row failed, else 0.
+ */
+BU_UNUSED static int
+bu_run_rounds(const struct bu_rows *rows, char *const *targs, int reps, double timeout_s,
+	      bool *failed, int (*parse)(char *report, int row, void *arg, char *why, size_t whysz),
+	      void *arg)
+{
+	int any_failed = 0;
+
+	for (int rep = 0; rep < reps; rep++) {
+		for (int r = 0; r < rows->n; r++) {
+			char *report, why[256];
+			int bad;
+
+			if (failed[r])
+				continue;
+			bad =
+			    bu_run_target(&rows->v[r], targs, timeout_s, &report, why, sizeof(why));
+			if (bad == 0)
+				bad = parse(report, r, arg, why, sizeof(why));
+			if (bad < 0) {
+				fprintf(stderr, "%s: row %s, repetition %d: %s\n", bu_prog,
+					rows->v[r].label, rep + 1, why);
+				failed[r] = true;
+				any_failed = 1;
+			}
+			free(report);
+		}
+	}
+	return any_failed;
+}
+
 /* ---- the target side -------------------------------------------------------------------------- */
 
 /* Checks the result fd, keeps it out of exec'd children, arms a last-resort alarm. */

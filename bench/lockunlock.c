@@ -228,6 +228,19 @@ static int parse_report(char *rep, const struct opts *o, struct cell *cells, cha
 	return 0;
 }
 
+/* What bu_run_rounds() needs to file a report under its row. */
+struct rounds {
+	const struct opts *o;
+	struct cell (*cells)[MAX_LIST];
+};
+
+static int parse_row(char *rep, int row, void *arg, char *why, size_t whysz)
+{
+	const struct rounds *x = arg;
+
+	return parse_report(rep, x->o, x->cells[row], why, whysz);
+}
+
 /* clang-format off */
 static void usage(FILE *f)
 {
@@ -363,26 +376,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	t_start = bu_now_ns();
-	for (int rep = 0; rep < o.common.reps; rep++) {
-		for (int r = 0; r < rows.n; r++) {
-			char *report, why[256];
-			int bad;
-
-			if (failed[r])
-				continue;
-			bad = bu_run_target(&rows.v[r], targs, o.common.timeout, &report, why,
-					    sizeof(why));
-			if (bad == 0)
-				bad = parse_report(report, &o, cells[r], why, sizeof(why));
-			if (bad < 0) {
-				fprintf(stderr, "lockunlock: row %s, repetition %d: %s\n",
-					rows.v[r].label, rep + 1, why);
-				failed[r] = true;
-				any_failed = 1;
-			}
-			free(report);
-		}
-	}
+	any_failed = bu_run_rounds(&rows, targs, o.common.reps, o.common.timeout, failed, parse_row,
+				   &(struct rounds){ &o, cells });
 	for (int r = 0; r < rows.n; r++) {
 		for (int i = 0; i < o.nprocs; i++)
 			cells[r][i].st = bu_stats(cells[r][i].v, failed[r] ? 0 : cells[r][i].n);
