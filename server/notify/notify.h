@@ -75,6 +75,8 @@ struct nt_stats {
 	uint64_t wait_ns[NT_NBUCKET];	 /* parked -> answered */
 	uint64_t listeners_added, listeners_gone;
 	uint64_t processes_exited;
+	uint64_t received;  /* notifications the receiver took with its blocking NOTIF_RECV */
+	uint64_t handovers; /* listeners handed over to the receiver */
 };
 
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen);

@@ -62,6 +62,12 @@ struct nt_listener {
 	struct nt_super *super;
 	struct cds_list_head node; /* s->listeners, under s->lock */
 	bool cred_traps;
+	bool sync_wake; /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is set on it */
+	/*
+	 * The receiver owns it (offered or taken, super.c): its epoll entry then watches for a
+	 * hang-up only, which the worker passes on to the receiver instead of handling it.
+	 */
+	atomic_bool received;
 	bool gone;		    /* POLLHUP seen; under s->lock */
 	struct nt_ns *fixed_ns;	    /* listener_opts.ns_name, or NULL */
 	atomic_uint_fast64_t calls; /* notifications received */
@@ -179,12 +185,23 @@ struct nt_worker {
 	struct seccomp_notif *notif;
 	size_t notif_size;
 	struct nt_req *spare; /* for the next semop: only a call that waits keeps one */
-	/*
-	 * A lone worker's hot listener, waited on with poll(2) and disarmed in the epoll set
-	 * (super.c). It borrows the registry's reference, which only its hang-up, handled by
-	 * this worker, gives up.
-	 */
-	struct nt_listener *hot;
+};
+
+/*
+ * The receiver (super.c): beside a lone worker, a thread that takes the calls of one listener,
+ * the busiest, with a blocking NOTIF_RECV. Its own cache line: the receiver writes it on every
+ * call, the worker reads it only when it hands over a listener or kicks.
+ */
+struct nt_receiver {
+	_Alignas(64) struct nt_worker wk;
+	struct nt_listener *hot;	     /* the receiver's; NULL while it has none */
+	_Atomic(struct nt_listener *) offer; /* handed over by the worker, not yet taken */
+	atomic_uint kick;		     /* kicks sent (the worker) */
+	atomic_uint ack;		     /* kicks seen (the receiver) */
+	atomic_uint_fast64_t served;	     /* calls it received */
+	uint64_t seen;			     /* @served when the worker last looked */
+	atomic_bool done;		     /* it has left its loop (stopping) */
+	bool running;			     /* its thread exists */
 };
 
 struct nt_super {
@@ -202,6 +219,7 @@ struct nt_super {
 	atomic_int nparked;
 	int nworkers, started;
 	struct nt_worker *workers;
+	struct nt_receiver *rcv; /* NULL: none (more than one worker) */
 	size_t resp_size;
 	atomic_bool stopping;
 

@@ -54,9 +54,17 @@
 #define SWEEP_STEPS (256 * 1024)
 #define SWEEP_MIN   8
 
+/*
+ * NOTIF_ID_VALID and NOTIF_SEND take the notifier's mutex interruptibly: a signal (the receiver's
+ * kick, super.c) makes them fail with EINTR having done nothing, so they are retried.
+ */
 static bool id_valid(const struct nt_listener *l, uint64_t id)
 {
-	return ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+	int rc;
+
+	while ((rc = ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id)) && errno == EINTR)
+		;
+	return rc == 0;
 }
 
 /* Answer a notification: a value, -errno, or (flags) CONTINUE. 0, or -errno from the kernel. */
@@ -75,9 +83,10 @@ static int reply(const struct nt_listener *l, uint64_t id, long val, uint32_t fl
 		u.r.error = (int32_t)val; /* must be negative, or it reads as success */
 	else
 		u.r.val = val;
-	if (ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_SEND, &u.r) == 0)
-		return 0;
-	return -errno;
+	while (ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_SEND, &u.r))
+		if (errno != EINTR)
+			return -errno;
+	return 0;
 }
 
 static inline int hist_bucket(int64_t ns)

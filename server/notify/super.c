@@ -10,12 +10,37 @@
  * With SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP set on a listener the kernel wakes its waiter on the
  * caller's CPU and, when we answer, the caller on ours: on this kind of machine the difference
  * between ~5 us and ~70 us per call (bench/floor). epoll does not pass that on: the listener's
- * wake-up reaches the epoll waiter as an ordinary one, ~1.5 us dearer per call. A lone worker
- * (the default) therefore waits in poll(2), which does pass it on, on the epoll set and on the
- * listener that sent the last notification; that "hot" listener stays disarmed in the epoll set
- * (its EPOLLONESHOT has fired) so only the poll sees it, and is re-armed when another listener
- * takes its place. Hundreds of idle listeners cost nothing, and the busy one is as cheap to
+ * wake-up reaches the epoll waiter as an ordinary one, ~1.5 us dearer per call. Nor is a wait
+ * in poll(2) followed by NOTIF_RECV free: two system calls and two wait-queue round trips where
+ * a NOTIF_RECV that blocks needs one, ~1.4 us of a ~12 us call on a machine where system calls
+ * are dear.
+ *
+ * The receiver
+ * ------------
+ * So a lone worker (the default) gets a second thread, the receiver, that serves one listener,
+ * the busiest, with a blocking NOTIF_RECV: the caller's CPU runs it at once and nothing else is
+ * in the way. Everything else (other listeners, timers, exits, the sweep) stays with the worker
+ * and its epoll set. Hundreds of idle listeners cost nothing, and the busy one is as cheap to
  * serve as if it were alone.
+ *
+ *  - Hand-over. The worker serves a listener's call from epoll and then, if the receiver has
+ *    nothing or its listener received nothing since the worker last served one, offers the
+ *    listener (rcv->offer) instead of re-arming it. The receiver takes it and re-arms the one it
+ *    had. Two busy listeners therefore do not swap back and forth.
+ *  - Hang-ups. While the receiver owns a listener (l->received), its epoll entry watches for a
+ *    hang-up only, still EPOLLONESHOT. Only the worker ever handles a hang-up (listener_hup()),
+ *    so a listener is freed by the only thread that takes events from the epoll set: for a
+ *    received listener the worker kicks the receiver, which finds the hang-up with poll(2) and
+ *    hands the listener back, and the re-arm reports the hang-up to the worker again. (A
+ *    NOTIF_RECV on a listener nobody uses any more returns ENOENT since Linux 6.11; before, it
+ *    waits forever, hence the kick.)
+ *  - Kicks. The worker interrupts the receiver's NOTIF_RECV with a signal (KICK_SIG, handled
+ *    without SA_RESTART, so the ioctl returns EINTR). A signal that lands just before the
+ *    receiver enters the ioctl is lost, so a kick is a generation number the receiver
+ *    acknowledges at the top of its loop, and the worker repeats the signal until it does.
+ *    Kicks are rare: a hand-over, a hang-up, the stop.
+ *  - Only listeners with SYNC_WAKE_UP (Linux 6.6+) are offered: without it a blocking RECV
+ *    gains nothing over epoll, which then serves them all.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -326,7 +353,8 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	 * Wake-ups on the current CPU (6.6+). Without it the caller and the worker tend to land
 	 * on different CPUs and every call pays for cross-CPU wake-ups.
 	 */
-	ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+	l->sync_wake =
+	    !ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 
 	xlock(&s->lock);
 	cds_list_add_tail(&l->node, &s->listeners);
@@ -368,35 +396,157 @@ static void listener_hup(struct nt_worker *wk, struct nt_listener *l)
 }
 
 /*
- * A listener has something (events as epoll or poll reports them: the bits agree). Unless rearm
- * is false (the lone worker's hot listener), it goes back into the epoll set at once.
+ * Receive one notification from @l and serve it: 0, or -errno from NOTIF_RECV (ENOENT: the
+ * caller was interrupted before we picked its call up, or, since 6.11, nobody uses @l any more;
+ * EINTR: the receiver was kicked). With @rearm, @l goes back into the epoll set before serving,
+ * so another worker can take its next notification meanwhile. Caller owns @l's source.
  */
-static void listener_event(struct nt_worker *wk, struct nt_listener *l, uint32_t events, bool rearm)
+static int receive(struct nt_worker *wk, struct nt_listener *l, bool rearm)
 {
-	struct nt_super *s = wk->super;
+	int rc;
 
-	if (events & EPOLLIN) {
+	/* NOTIF_RECV insists on a zeroed buffer. */
+	memset(wk->notif, 0, wk->notif_size);
+	rc = ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_RECV, wk->notif) ? -errno : 0;
+	if (rc == 0)
+		atomic_fetch_add_explicit(&l->calls, 1, memory_order_relaxed);
+	/* Once re-armed, @l may hang up and go while we serve; the request keeps it. */
+	atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
+	if (rearm)
+		nt_rearm(wk->super, &l->src);
+	if (rc == 0)
+		nt_serve(wk, l, wk->notif);
+	nt_listener_put(l);
+	return rc;
+}
+
+/* ---- the receiver (see the top of this file) ---- */
+
+#define KICK_SIG       SIGRTMIN
+#define KICK_RESEND_NS 200000L /* a lost kick is sent again after this long */
+#define KICK_POLL_NS   20000L  /* the worker looks for the acknowledgement this often */
+
+static void kick_handler(int sig)
+{
+	(void)sig; /* its only job is to interrupt NOTIF_RECV */
+}
+
+static void futex_wake_all(atomic_uint *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/*
+ * Make the receiver go round its loop once more, and wait until it has: it then has seen
+ * everything the caller did before. Called by the worker only (one kicker at a time).
+ */
+static void receiver_kick(struct nt_super *s)
+{
+	struct nt_receiver *r = s->rcv;
+	unsigned gen = atomic_fetch_add_explicit(&r->kick, 1, memory_order_acq_rel) + 1;
+	const struct timespec poll_gap = { 0, KICK_POLL_NS };
+
+	futex_wake_all(&r->kick); /* a receiver with no listener waits on @kick */
+	for (long waited = KICK_RESEND_NS;; waited += KICK_POLL_NS) {
+		if (waited >= KICK_RESEND_NS) {
+			pthread_kill(r->wk.thread, KICK_SIG);
+			waited = 0;
+		}
+		if ((int)(atomic_load_explicit(&r->ack, memory_order_acquire) - gen) >= 0 ||
+		    atomic_load_explicit(&r->done, memory_order_acquire))
+			return;
+		nanosleep(&poll_gap, NULL);
+	}
+}
+
+/*
+ * The worker has served a call of @l from epoll (@l is disarmed there): offer it to the
+ * receiver when the receiver's own listener has been quiet since the worker last looked, or
+ * re-arm it. True when offered.
+ */
+static bool receiver_offer(struct nt_super *s, struct nt_listener *l)
+{
+	struct nt_receiver *r = s->rcv;
+	uint64_t served = atomic_load_explicit(&r->served, memory_order_relaxed);
+	bool quiet = served == r->seen;
+	struct epoll_event ev = { .events = EPOLLONESHOT, .data.ptr = &l->src };
+
+	r->seen = served;
+	if (!quiet || atomic_load_explicit(&r->offer, memory_order_relaxed))
+		return false;
+	atomic_store(&l->received, true);
+	/* Hang-ups only (epoll always reports EPOLLHUP and EPOLLERR). */
+	if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, l->src.fd, &ev))
+		abort();
+	atomic_store_explicit(&r->offer, l, memory_order_release);
+	NT_COUNT_EVENT(s, handovers);
+	receiver_kick(s);
+	return true;
+}
+
+/* The receiver lets @l go: back into the epoll set, where the worker sees its next event. */
+static void receiver_hand_back(struct nt_super *s, struct nt_listener *l)
+{
+	/* Before the re-arm: the worker must see a hang-up it reports as its own to handle. */
+	atomic_store(&l->received, false);
+	nt_rearm(s, &l->src);
+}
+
+static void *receiver_main(void *arg)
+{
+	struct nt_receiver *r = arg;
+	struct nt_super *s = r->wk.super;
+	bool check = false;
+	sigset_t mask;
+
+	/* Like every worker it takes no process signal, but the kick has to reach it. */
+	sigfillset(&mask);
+	sigdelset(&mask, KICK_SIG);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	sv_thread_register();
+	for (;;) {
+		unsigned gen = atomic_load_explicit(&r->kick, memory_order_acquire);
+		struct nt_listener *l;
 		int rc;
 
-		/* NOTIF_RECV insists on a zeroed buffer. */
-		memset(wk->notif, 0, wk->notif_size);
-		rc = ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_RECV, wk->notif);
-		if (rc == 0)
-			atomic_fetch_add_explicit(&l->calls, 1, memory_order_relaxed);
-		/* Let another worker take this listener's next notification while we serve. */
-		atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
-		if (rearm)
-			nt_rearm(s, &l->src);
-		if (rc == 0)
-			nt_serve(wk, l, wk->notif);
-		/* ENOENT: the caller was interrupted before we picked its call up. */
-		nt_listener_put(l);
-		return;
+		if (atomic_load_explicit(&s->stopping, memory_order_relaxed))
+			break;
+		if (atomic_load_explicit(&r->offer, memory_order_relaxed)) {
+			l = atomic_exchange_explicit(&r->offer, NULL, memory_order_acquire);
+			if (r->hot)
+				receiver_hand_back(s, r->hot);
+			r->hot = l;
+			check = true;
+		}
+		/* Woken without a call: was it a hang-up? */
+		if (check && r->hot) {
+			struct pollfd pfd = { .fd = r->hot->src.fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, 0) > 0 && (pfd.revents & ~POLLIN)) {
+				receiver_hand_back(s, r->hot);
+				r->hot = NULL;
+			}
+		}
+		check = false;
+		atomic_store_explicit(&r->ack, gen, memory_order_release);
+		if (!r->hot) {
+			syscall(SYS_futex, &r->kick, FUTEX_WAIT_PRIVATE, gen, NULL, NULL, 0);
+			continue;
+		}
+		rc = receive(&r->wk, r->hot, false);
+		if (rc == 0) {
+			/* Only this thread writes it. */
+			atomic_store_explicit(
+			    &r->served, atomic_load_explicit(&r->served, memory_order_relaxed) + 1,
+			    memory_order_relaxed);
+			NT_ADD(&r->wk.stats, received, 1);
+		} else {
+			check = true;
+		}
 	}
-	if (events & (EPOLLHUP | EPOLLERR))
-		listener_hup(wk, l);
-	else if (rearm)
-		nt_rearm(s, &l->src);
+	atomic_store_explicit(&r->done, true, memory_order_release);
+	sv_thread_unregister();
+	return NULL;
 }
 
 /* ---- workers ---- */
@@ -411,15 +561,19 @@ static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
 	case SRC_LISTENER: {
 		struct nt_listener *l = caa_container_of(src, struct nt_listener, src);
 
-		if (s->nworkers > 1 || !(ev->events & EPOLLIN)) {
-			listener_event(wk, l, ev->events, true);
-			break;
+		if (!(ev->events & EPOLLIN)) {
+			/* A hang-up. The receiver's listener it hands back first (top of file). */
+			if (atomic_load(&l->received))
+				receiver_kick(s);
+			else
+				listener_hup(wk, l);
+		} else if (!s->rcv || !l->sync_wake) {
+			receive(wk, l, true);
+		} else {
+			receive(wk, l, false);
+			if (!receiver_offer(s, l))
+				nt_rearm(s, src);
 		}
-		/* The lone worker: this listener becomes the hot one, its predecessor re-armed. */
-		listener_event(wk, l, ev->events, false);
-		if (wk->hot)
-			nt_rearm(s, &wk->hot->src);
-		wk->hot = l;
 		break;
 	}
 	case SRC_EXITS:
@@ -444,43 +598,17 @@ static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
 		break;
 	}
 	case SRC_STOP:
+		if (s->rcv && s->rcv->running)
+			receiver_kick(s); /* it sees s->stopping */
 		return false;
 	}
 	return true;
 }
 
-/*
- * Waits for the next event: from the epoll set, or (lone worker, see the top of this file) from
- * the hot listener, which is then handled here. Returns 1 with *ev filled, 0 when there is
- * nothing to hand back (the hot listener was served, or a wake-up found nothing).
- */
-static int next_event(struct nt_worker *wk, struct epoll_event *ev)
-{
-	struct nt_super *s = wk->super;
-	struct pollfd pfd[2] = {
-		{ .fd = s->epfd, .events = POLLIN },
-		{ .fd = wk->hot ? wk->hot->src.fd : -1, .events = POLLIN },
-	};
-
-	if (s->nworkers > 1)
-		return epoll_wait(s->epfd, ev, 1, -1);
-	if (poll(pfd, 2, -1) < 0)
-		return -1;
-	if (pfd[1].revents) {
-		struct nt_listener *l = wk->hot;
-
-		/* Its hang-up releases it: the reference the hot slot borrowed goes with it. */
-		if (!(pfd[1].revents & POLLIN))
-			wk->hot = NULL;
-		listener_event(wk, l, pfd[1].revents, false);
-		return 0;
-	}
-	return pfd[0].revents ? epoll_wait(s->epfd, ev, 1, 0) : 0;
-}
-
 static void *worker_main(void *arg)
 {
 	struct nt_worker *wk = arg;
+	struct nt_super *s = wk->super;
 	sigset_t all;
 
 	/* Signals are for the process's main thread; workers never take them. */
@@ -489,7 +617,7 @@ static void *worker_main(void *arg)
 	sv_thread_register();
 	for (;;) {
 		struct epoll_event ev;
-		int n = next_event(wk, &ev);
+		int n = epoll_wait(s->epfd, &ev, 1, -1);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -586,6 +714,20 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 			return NULL;
 		}
 	}
+	/* Beside several workers a receiver would only take calls from them. */
+	if (s->nworkers == 1) {
+		s->rcv = aligned_alloc(64, sizeof(*s->rcv));
+		if (s->rcv) {
+			memset(s->rcv, 0, sizeof(*s->rcv));
+			s->rcv->wk.notif = calloc(1, notif_size);
+		}
+		if (!s->rcv || !s->rcv->wk.notif) {
+			snprintf(err, errlen, "out of memory");
+			return NULL;
+		}
+		s->rcv->wk.super = s;
+		s->rcv->wk.notif_size = notif_size;
+	}
 	if (stat("/proc/self/ns/user", &sb) == 0)
 		s->my_userns = (uint64_t)sb.st_ino;
 	if (stat("/proc/self/ns/pid", &sb) == 0)
@@ -599,6 +741,18 @@ int nt_super_start(struct nt_super *s)
 {
 	int err = 0;
 
+	if (s->rcv) {
+		/* No SA_RESTART: the kick must end the receiver's NOTIF_RECV with EINTR. */
+		struct sigaction sa = { .sa_handler = kick_handler };
+
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(KICK_SIG, &sa, NULL))
+			return -errno;
+		err = pthread_create(&s->rcv->wk.thread, NULL, receiver_main, s->rcv);
+		if (err)
+			return -err;
+		s->rcv->running = true;
+	}
 	for (s->started = 0; s->started < s->nworkers; s->started++) {
 		err = pthread_create(&s->workers[s->started].thread, NULL, worker_main,
 				     &s->workers[s->started]);
@@ -617,6 +771,11 @@ void nt_super_wait(struct nt_super *s)
 	for (int i = 0; i < s->started; i++)
 		pthread_join(s->workers[i].thread, NULL);
 	s->started = 0;
+	if (s->rcv && s->rcv->running) {
+		receiver_kick(s); /* in case no worker was there to (s->stopping is set) */
+		pthread_join(s->rcv->wk.thread, NULL);
+		s->rcv->running = false;
+	}
 }
 
 int nt_super_run(struct nt_super *s)
@@ -668,6 +827,11 @@ void nt_super_free(struct nt_super *s)
 		free(s->workers[i].spare);
 	}
 	free(s->workers);
+	if (s->rcv) {
+		free(s->rcv->wk.notif);
+		free(s->rcv->wk.spare);
+		free(s->rcv);
+	}
 	free(s->timers);
 }
 
@@ -698,18 +862,24 @@ int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_clien
 	return ret;
 }
 
+/* Every counter is a uint64_t, read by other threads while its owner adds to it. */
+static void stats_zero(struct nt_stats *st)
+{
+	uint64_t *c = (uint64_t *)st;
+
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		__atomic_store_n(&c[i], 0, __ATOMIC_RELAXED);
+}
+
 void nt_super_reset_stats(struct nt_super *s)
 {
 	struct nt_ns *n;
 
-	for (int i = 0; i < s->nworkers; i++) {
-		uint64_t *c = (uint64_t *)&s->workers[i].stats;
-
-		for (size_t j = 0; j < sizeof(struct nt_stats) / sizeof(uint64_t); j++)
-			__atomic_store_n(&c[j], 0, __ATOMIC_RELAXED);
-	}
-	for (size_t j = 0; j < sizeof(struct nt_stats) / sizeof(uint64_t); j++)
-		__atomic_store_n(&((uint64_t *)&s->events)[j], 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < s->nworkers; i++)
+		stats_zero(&s->workers[i].stats);
+	if (s->rcv)
+		stats_zero(&s->rcv->wk.stats);
+	stats_zero(&s->events);
 	xlock(&s->lock);
 	cds_list_for_each_entry(n, &s->namespaces, node)
 		sv_ns_reset_stats(n->ns);
@@ -789,6 +959,8 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < s->nworkers; i++)
 		stats_add(out, &s->workers[i].stats);
+	if (s->rcv)
+		stats_add(out, &s->rcv->wk.stats);
 	stats_add(out, &s->events);
 }
 
@@ -834,4 +1006,7 @@ void nt_stats_print(const struct nt_stats *st, FILE *f)
 			acc += st->service_ns[b];
 		fprintf(f, "semvisor: median service time < %llu ns\n", 1ull << (b + 1));
 	}
+	if (st->received)
+		fprintf(f, "semvisor: %llu calls taken by the receiver, %llu hand-overs\n",
+			(unsigned long long)st->received, (unsigned long long)st->handovers);
 }
