@@ -475,6 +475,8 @@ static bool receiver_offer(struct nt_super *s, struct nt_listener *l)
 	if (!quiet || atomic_load_explicit(&r->offer, memory_order_relaxed))
 		return false;
 	atomic_store(&l->received, true);
+	/* The receiver's reference: see receiver_hand_back(). */
+	atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
 	/* Hang-ups only (epoll always reports EPOLLHUP and EPOLLERR). */
 	if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, l->src.fd, &ev))
 		abort();
@@ -484,18 +486,25 @@ static bool receiver_offer(struct nt_super *s, struct nt_listener *l)
 	return true;
 }
 
-/* The receiver lets @l go: back into the epoll set, where the worker sees its next event. */
+/*
+ * The receiver lets @l go: back into the epoll set, where the worker sees its next event. From
+ * the store on, a hang-up event the worker already holds may make it drop @l (listener_hup(),
+ * which takes @l out of the epoll set, so the re-arm then fails with ENOENT, which is fine):
+ * the reference taken with the offer keeps @l until the re-arm is done.
+ */
 static void receiver_hand_back(struct nt_super *s, struct nt_listener *l)
 {
 	/* Before the re-arm: the worker must see a hang-up it reports as its own to handle. */
 	atomic_store(&l->received, false);
 	nt_rearm(s, &l->src);
+	nt_listener_put(l);
 }
 
 static void *receiver_main(void *arg)
 {
 	struct nt_receiver *r = arg;
 	struct nt_super *s = r->wk.super;
+	struct nt_listener *l;
 	bool check = false;
 	sigset_t mask;
 
@@ -506,7 +515,6 @@ static void *receiver_main(void *arg)
 	sv_thread_register();
 	for (;;) {
 		unsigned gen = atomic_load_explicit(&r->kick, memory_order_acquire);
-		struct nt_listener *l;
 		int rc;
 
 		if (atomic_load_explicit(&s->stopping, memory_order_relaxed))
@@ -544,6 +552,12 @@ static void *receiver_main(void *arg)
 			check = true;
 		}
 	}
+	/* Stopping: nothing is re-armed any more, the references go. */
+	if (r->hot)
+		nt_listener_put(r->hot);
+	l = atomic_exchange_explicit(&r->offer, NULL, memory_order_acquire);
+	if (l)
+		nt_listener_put(l);
 	atomic_store_explicit(&r->done, true, memory_order_release);
 	sv_thread_unregister();
 	return NULL;
