@@ -8,17 +8,6 @@
  * (ownership checks, random yields on the queue paths): every test here runs in both builds.
  * `make test-tsan` runs both under ThreadSanitizer, with the iteration counts scaled down.
  */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
-
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -31,122 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#if !UNDER_TSAN
-#include <criterion/criterion.h>
-#else
-/*
- * Criterion's runner cannot start under ThreadSanitizer (it maps its shared arena at addresses
- * TSan reserves and aborts: "Could not initialize inheritable arena", Snaipe/Criterion#274).
- * Under TSan these tests therefore run on the small runner below, which keeps what they rely
- * on: each test in its own process (fork), a timeout, expected signals, fatal and non-fatal
- * checks. The parent never starts a thread, so forking it is safe.
- */
-#include <stdarg.h>
-#include <sys/wait.h>
-
-struct mini_test {
-	const char *suite, *name;
-	void (*fn)(void);
-	int signal;
-	double timeout;
-};
-
-static struct mini_test mini_tests[64];
-static int mini_ntests;
-static const char *mini_current;
-static bool mini_failed;
-
-__attribute__((format(printf, 6, 7))) static void
-mini_check(bool ok, bool fatal, const char *file, int line, const char *what, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok)
-		return;
-	fprintf(stderr, "[----] %s: %s:%d: failed: %s. ", mini_current, file, line, what);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	mini_failed = true;
-	if (fatal)
-		exit(1);
-}
-
-#define MINI_TEST(suite, name, ...)                                                                \
-	static void mini_##suite##_##name(void);                                                   \
-	__attribute__((constructor)) static void mini_reg_##suite##_##name(void)                   \
-	{                                                                                          \
-		struct mini_test t = { #suite, #name, mini_##suite##_##name, __VA_ARGS__ };        \
-		if (mini_ntests < 64)                                                              \
-			mini_tests[mini_ntests++] = t;                                             \
-	}                                                                                          \
-	static void mini_##suite##_##name(void)
-/* One level more, so that a suite given as a macro is expanded before pasting. */
-#define Test(suite, name, ...) MINI_TEST(suite, name, __VA_ARGS__)
-
-#define MINI_CHECK(fatal, cond, ...)                                                               \
-	mini_check(!!(cond), fatal, __FILE__, __LINE__, #cond, " " __VA_ARGS__)
-#define cr_assert(c, ...)	    MINI_CHECK(true, c, __VA_ARGS__)
-#define cr_assert_not(c, ...)	    MINI_CHECK(true, !(c), __VA_ARGS__)
-#define cr_assert_eq(a, b, ...)	    MINI_CHECK(true, (a) == (b), __VA_ARGS__)
-#define cr_assert_not_null(p, ...)  MINI_CHECK(true, (p) != NULL, __VA_ARGS__)
-#define cr_expect(c, ...)	    MINI_CHECK(false, c, __VA_ARGS__)
-#define cr_expect_not(c, ...)	    MINI_CHECK(false, !(c), __VA_ARGS__)
-#define cr_expect_eq(a, b, ...)	    MINI_CHECK(false, (a) == (b), __VA_ARGS__)
-#define cr_expect_lt(a, b, ...)	    MINI_CHECK(false, (a) < (b), __VA_ARGS__)
-#define cr_expect_leq(a, b, ...)    MINI_CHECK(false, (a) <= (b), __VA_ARGS__)
-#define cr_expect_gt(a, b, ...)	    MINI_CHECK(false, (a) > (b), __VA_ARGS__)
-#define cr_expect_geq(a, b, ...)    MINI_CHECK(false, (a) >= (b), __VA_ARGS__)
-#define cr_expect_str_eq(a, b, ...) MINI_CHECK(false, strcmp((a), (b)) == 0, __VA_ARGS__)
-#define cr_log_info(...)	    (fprintf(stderr, "[----] " __VA_ARGS__), fputc('\n', stderr))
-
-int main(void)
-{
-	int failed = 0;
-
-	for (int i = 0; i < mini_ntests; i++) {
-		struct mini_test *t = &mini_tests[i];
-		struct timespec t0, t1;
-		int status;
-		bool ok;
-		pid_t pid;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		fflush(NULL);
-		pid = fork();
-		if (pid < 0) {
-			perror("fork");
-			return 2;
-		}
-		if (pid == 0) {
-			mini_current = t->name;
-			alarm(t->timeout > 0 ? (unsigned)t->timeout : 60);
-			t->fn();
-			exit(mini_failed ? 1 : 0);
-		}
-		while (waitpid(pid, &status, 0) < 0)
-			if (errno != EINTR) {
-				perror("waitpid");
-				return 2;
-			}
-		if (t->signal)
-			ok = WIFSIGNALED(status) && WTERMSIG(status) == t->signal;
-		else
-			ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		fprintf(stderr, "[%s] %s::%s: (%.2fs)%s\n", ok ? "PASS" : "FAIL", t->suite, t->name,
-			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-			ok		      ? ""
-			: WIFSIGNALED(status) ? " killed by a signal"
-					      : "");
-		failed += !ok;
-	}
-	fprintf(stderr, "[====] Synthesis: Tested: %d | Passing: %d | Failing: %d\n", mini_ntests,
-		mini_ntests - failed, failed);
-	return failed != 0;
-}
-#endif
+#include "tests/lib/runner.h"
 
 #include "lock/amutex.h"
 #include "lock/lock.h"

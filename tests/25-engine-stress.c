@@ -15,7 +15,6 @@
  *
  * `make test-tsan` runs this file under ThreadSanitizer, with the iteration counts scaled down.
  */
-#include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -27,129 +26,10 @@
 #include <time.h>
 
 #include "tests/lib/fixture.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
+#include "tests/lib/runner.h"
 
 /* TSan costs 5-20x: a third of the iterations there, the same checks. */
 #define ITERS(n) (UNDER_TSAN ? ((n) / 3 > 0 ? (n) / 3 : 1) : (n))
-
-#if UNDER_TSAN
-/*
- * Criterion's runner cannot start under ThreadSanitizer: it maps a shared arena at random fixed
- * addresses, nearly all of which fall in ranges TSan reserves, and aborts ("Could not initialize
- * inheritable arena", Snaipe/Criterion#274) before any test runs. So under TSan this file brings
- * its own main(): the tests below register themselves and run one after the other in this
- * process, each between fx_setup() and fx_teardown(); a failed assertion prints its message and
- * exits non-zero, which is all tests/run.sh looks at.
- */
-#include <unistd.h>
-
-#undef Test
-#undef TestSuite
-#undef cr_assert
-#undef cr_assert_eq
-#undef cr_assert_gt
-#undef cr_assert_geq
-#undef cr_assert_not_null
-#undef cr_log_info
-#undef cr_log_warn
-
-struct tsan_test {
-	const char *name;
-	void (*fn)(void);
-};
-
-static struct tsan_test tsan_tests[16];
-static int tsan_ntests;
-static const char *tsan_current;
-
-static void tsan_register(const char *name, void (*fn)(void))
-{
-	if (tsan_ntests < 16)
-		tsan_tests[tsan_ntests++] = (struct tsan_test){ name, fn };
-}
-
-__attribute__((format(printf, 4, 5))) static void tsan_check(bool ok, const char *file, int line,
-							     const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok)
-		return;
-	fprintf(stderr, "[FAIL] %s: %s:%d: assertion failed:", tsan_current, file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-#define TestSuite(...)
-#define Test(suite, name)                                                                          \
-	static void test_##name(void);                                                             \
-	__attribute__((constructor)) static void register_##name(void)                             \
-	{                                                                                          \
-		tsan_register(#name, test_##name);                                                 \
-	}                                                                                          \
-	static void test_##name(void)
-#define cr_assert(cond, ...)	   tsan_check(!!(cond), __FILE__, __LINE__, " " __VA_ARGS__)
-#define cr_assert_eq(a, b, ...)	   cr_assert((a) == (b), __VA_ARGS__)
-#define cr_assert_gt(a, b, ...)	   cr_assert((a) > (b), __VA_ARGS__)
-#define cr_assert_geq(a, b, ...)   cr_assert((a) >= (b), __VA_ARGS__)
-#define cr_assert_not_null(p, ...) cr_assert((p) != NULL, __VA_ARGS__)
-#define cr_log_info(...)	   (fprintf(stderr, "[----] " __VA_ARGS__), fputc('\n', stderr))
-#define cr_log_warn(...)	   (fprintf(stderr, "[WARN] " __VA_ARGS__), fputc('\n', stderr))
-
-/*
- * liburcu is not instrumented, so TSan cannot see the ordering its grace periods provide:
- *  - the engine's call_rcu() callbacks, which free an object after the grace period, would be
- *    reported as racing with the object's last use before call_rcu();
- *  - liburcu's own helper threads free what its callers allocated (rcu_barrier() and the
- *    hash tables' work queue), through the intercepted free().
- * Only those are excused; races in engine code that liburcu calls back (the hash tables' match
- * functions) are still reported.
- */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-	return "race:proc_free_rcu\n"
-	       "race:set_free_rcu\n"
-	       "race:undo_free_rcu\n"
-	       "called_from_lib:liburcu-memb.so\n"
-	       "called_from_lib:liburcu-cds.so\n"
-	       "called_from_lib:liburcu-common.so\n";
-}
-
-int main(void)
-{
-	/* no Criterion timeout here: a deadlock must still end the run */
-	alarm(600);
-	for (int i = 0; i < tsan_ntests; i++) {
-		struct timespec t0, t1;
-
-		tsan_current = tsan_tests[i].name;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		fx_setup();
-		tsan_tests[i].fn();
-		fx_teardown();
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		fprintf(stderr, "[PASS] engine_stress::%s: (%.2fs)\n", tsan_current,
-			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	}
-	fprintf(stderr, "[====] Synthesis: Tested: %d | Passing: %d | Failing: 0\n", tsan_ntests,
-		tsan_ntests);
-	return 0;
-}
-#endif
 
 #define MAX_WORKERS 8
 #define MAX_SEMS    8

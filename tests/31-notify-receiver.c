@@ -13,7 +13,6 @@
  * and send their listener over a socketpair, then run bursts of semaphore operations on command.
  * Criterion runs each test in its own process.
  */
-#include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -24,6 +23,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "tests/lib/runner.h"
 
 #include "notify/filter.h"
 #include "notify/handoff.h"
