@@ -31,8 +31,10 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +45,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sem.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -329,6 +332,117 @@ BU_UNUSED static int bu_blocked_in_semop(pid_t tid)
 	if (sscanf(buf, "%ld", &nr) != 1)
 		return 0; /* "running" */
 	return nr == SYS_semtimedop || nr == SYS_semop;
+}
+
+/* ---- parked waiters (bulkwake, scale) ------------------------------------------------------ */
+
+/* Semaphores whose GETNCNT bu_park_waiters() checks unless asked to check them all. */
+#define BU_CHECK_SAMPLE 64
+
+/* A thread parked in semop(-1) on semaphore num of set id. */
+struct bu_waiter {
+	pthread_t th;
+	pid_t tid;
+	int id;
+	unsigned short num;
+	int err;	  /* errno of its semop, 0 when it succeeded */
+	uint64_t woke_ns; /* bu_now_ns() as its semop returned: "the waiter runs again" */
+};
+
+BU_UNUSED static atomic_int bu_armed;
+
+BU_UNUSED static void *bu_wait_one(void *arg)
+{
+	struct bu_waiter *w = arg;
+	struct sembuf down = { .sem_num = w->num, .sem_op = -1, .sem_flg = 0 };
+	int r;
+
+	w->tid = gettid();
+	atomic_fetch_add(&bu_armed, 1);
+	do
+		r = semop(w->id, &down, 1);
+	while (r < 0 && errno == EINTR);
+	w->woke_ns = bu_now_ns(); /* the clock first */
+	if (r < 0)
+		w->err = errno;
+	return NULL;
+}
+
+/* The steps of bu_park_waiters(), reported to its caller's hook as each is reached. */
+enum bu_park_step {
+	BU_PARK_RUNNING, /* every thread created and running */
+	BU_PARK_BLOCKED, /* every thread blocked in semop, as /proc shows it */
+	BU_PARK_COUNTED, /* the server counts them: GETNCNT 1 (every one, or the sample) */
+};
+
+/*
+ * Start n threads, thread i parked in semop(-1) on semaphore i of set id, and return once all
+ * are parked: blocked in semop (from /proc, no trapped call), then counted by the server,
+ * which also checks its ncnt bookkeeping. With check_all GETNCNT is asked of every semaphore,
+ * otherwise of BU_CHECK_SAMPLE spread over the set and the last: under a seccomp supervisor
+ * every call costs time proportional to the calls parked in the kernel's list (bench/README.md),
+ * so n GETNCNTs with n waiters parked cost O(n^2), seconds at n = 4000. *started counts the
+ * threads created, which the caller joins whatever happens (IPC_RMID releases them with EIDRM).
+ * step (may be NULL) is called at each step reached. 0, or -1 with a message.
+ */
+BU_UNUSED static int bu_park_waiters(struct bu_waiter *w, int n, int id, bool check_all,
+				     int *started, void (*step)(enum bu_park_step))
+{
+	pthread_attr_t attr;
+	int nchk;
+
+	atomic_store(&bu_armed, 0);
+	/* Small stacks: thousands of threads that only make one call. */
+	if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 1 << 16) != 0) {
+		bu_tmsg("pthread_attr set-up failed");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		w[i] = (struct bu_waiter){ .id = id, .num = (unsigned short)i };
+		if (pthread_create(&w[i].th, &attr, bu_wait_one, &w[i]) != 0) {
+			bu_tmsg("pthread_create: waiter %d of %d failed (RLIMIT_NPROC, "
+				"kernel.threads-max, pid_max?)",
+				i + 1, n);
+			pthread_attr_destroy(&attr);
+			return -1;
+		}
+		(*started)++;
+	}
+	pthread_attr_destroy(&attr);
+	while (atomic_load(&bu_armed) < n)
+		bu_sleep_ns(1000000);
+	if (step)
+		step(BU_PARK_RUNNING);
+	for (int i = 0; i < n; i++) {
+		int b;
+
+		while ((b = bu_blocked_in_semop(w[i].tid)) == 0)
+			bu_sleep_ns(100000);
+		if (b < 0) {
+			bu_tmsg("cannot read /proc/self/task/%d/syscall", (int)w[i].tid);
+			return -1;
+		}
+	}
+	if (step)
+		step(BU_PARK_BLOCKED);
+	nchk = check_all || n <= BU_CHECK_SAMPLE ? n : BU_CHECK_SAMPLE + 1;
+	for (int k = 0; k < nchk; k++) {
+		int i = nchk == n	       ? k
+			: k == BU_CHECK_SAMPLE ? n - 1
+					       : (int)((long)k * n / BU_CHECK_SAMPLE);
+		int nc;
+
+		while ((nc = semctl(id, i, GETNCNT)) == 0)
+			bu_sleep_ns(200000);
+		if (nc != 1) {
+			bu_tmsg("GETNCNT of waiter semaphore %d is %d (expected 1)%s%s", i, nc,
+				nc < 0 ? ": " : "", nc < 0 ? strerror(errno) : "");
+			return -1;
+		}
+	}
+	if (step)
+		step(BU_PARK_COUNTED);
+	return 0;
 }
 
 /* ---- rows --------------------------------------------------------------------------------------- */

@@ -25,7 +25,6 @@
  */
 #include <getopt.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
 
@@ -50,50 +49,26 @@ struct opts {
 
 static bool g_verbose, g_check_all;
 
-#define CHECK_SAMPLE 64 /* semaphores whose GETNCNT is checked without --check=all */
-
 /* ---- the target ---------------------------------------------------------------------------- */
 
-struct waiter {
-	pthread_t th;
-	pid_t tid;
-	int id;
-	unsigned short num;
-	int err;
-	uint64_t woke_ns;
-};
+/* When each step of parking was reached (--verbose). */
+static uint64_t g_step_ns[BU_PARK_COUNTED + 1];
 
-static atomic_int g_armed;
-
-static void *wait_one(void *arg)
+static void note_step(enum bu_park_step step)
 {
-	struct waiter *w = arg;
-	struct sembuf down = { .sem_num = w->num, .sem_op = -1, .sem_flg = 0 };
-	int r;
-
-	w->tid = gettid();
-	atomic_fetch_add(&g_armed, 1);
-	do
-		r = semop(w->id, &down, 1);
-	while (r < 0 && errno == EINTR);
-	/* The clock first: this is "the waiter is running again". */
-	w->woke_ns = bu_now_ns();
-	if (r < 0)
-		w->err = errno;
-	return NULL;
+	g_step_ns[step] = bu_now_ns();
 }
 
 /* One round with n waiters: returns 0 and the three figures in ns, or -1. */
 static int run_point(int n, uint64_t *last, uint64_t *call, uint64_t *median)
 {
-	struct waiter *w = calloc((size_t)n, sizeof(*w));
+	struct bu_waiter *w = calloc((size_t)n, sizeof(*w));
 	unsigned short *ones = malloc(sizeof(*ones) * (size_t)n);
 	unsigned short *vals = malloc(sizeof(*vals) * (size_t)n);
 	double *lat = malloc(sizeof(*lat) * (size_t)n);
 	union semun arg;
-	pthread_attr_t attr;
-	uint64_t t0, t1, mx = 0, t_begin = bu_now_ns(), t_made, t_inside, t_joined;
-	int id, rc = 0, started = 0, nchk;
+	uint64_t t0, t1, mx = 0, t_begin = bu_now_ns(), t_joined;
+	int id, rc = 0, started = 0;
 
 	if (w == NULL || ones == NULL || vals == NULL || lat == NULL) {
 		bu_tmsg("out of memory");
@@ -104,66 +79,10 @@ static int run_point(int n, uint64_t *last, uint64_t *call, uint64_t *median)
 		bu_tmsg("semget(IPC_PRIVATE, %d): %s", n, strerror(errno));
 		return -1;
 	}
-	atomic_store(&g_armed, 0);
-	/* Small stacks: thousands of threads that only make one call. */
-	if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 1 << 16) != 0) {
-		bu_tmsg("pthread_attr set-up failed");
-		goto fail;
-	}
-	for (int i = 0; i < n; i++) {
-		w[i] = (struct waiter){ .id = id, .num = (unsigned short)i };
-		if (pthread_create(&w[i].th, &attr, wait_one, &w[i]) != 0) {
-			bu_tmsg("pthread_create: waiter %d of %d failed (RLIMIT_NPROC, "
-				"kernel.threads-max, pid_max?)",
-				i + 1, n);
-			rc = -1;
-			break;
-		}
-		started++;
-	}
-	pthread_attr_destroy(&attr);
-	if (rc < 0)
+	if (bu_park_waiters(w, n, id, g_check_all, &started, g_verbose ? note_step : NULL) < 0) {
+		bu_tmsg("N=%d: the waiters could not all be parked", n);
+		rc = -1;
 		goto release;
-
-	/*
-	 * Wait until every waiter is parked.  First every thread must be inside its semop (from
-	 * /proc, no trapped call).  Then the server must count it: GETNCNT 1 on its semaphore,
-	 * which also checks the server's ncnt bookkeeping.  --check=all asks for every semaphore;
-	 * the default asks for a sample, because under a seccomp supervisor every call costs time
-	 * proportional to the calls parked in the kernel's list (see README), so N GETNCNTs with N
-	 * waiters parked cost O(N^2) -- seconds at N = 4000.
-	 */
-	t_made = bu_now_ns();
-	while (atomic_load(&g_armed) < n)
-		bu_sleep_ns(1000000);
-	for (int i = 0; i < n; i++) {
-		int b;
-
-		while ((b = bu_blocked_in_semop(w[i].tid)) == 0)
-			bu_sleep_ns(100000);
-		if (b < 0) {
-			bu_tmsg("N=%d: cannot read /proc/self/task/%d/syscall", n, (int)w[i].tid);
-			rc = -1;
-			goto release;
-		}
-	}
-	t_inside = bu_now_ns();
-	nchk = g_check_all || n <= CHECK_SAMPLE ? n : CHECK_SAMPLE + 1;
-	for (int k = 0; k < nchk; k++) {
-		/* the sample: CHECK_SAMPLE evenly spaced, and the last */
-		int i = nchk == n	    ? k
-			: k == CHECK_SAMPLE ? n - 1
-					    : (int)((long)k * n / CHECK_SAMPLE);
-		int nc;
-
-		while ((nc = semctl(id, i, GETNCNT)) == 0)
-			bu_sleep_ns(200000);
-		if (nc != 1) {
-			bu_tmsg("N=%d: GETNCNT of semaphore %d is %d (expected 1)%s%s", n, i, nc,
-				nc < 0 ? ": " : "", nc < 0 ? strerror(errno) : "");
-			rc = -1;
-			goto release;
-		}
 	}
 
 	for (int i = 0; i < n; i++)
@@ -184,8 +103,10 @@ static int run_point(int n, uint64_t *last, uint64_t *call, uint64_t *median)
 	if (g_verbose)
 		bu_tmsg("N=%d: threads created %.1f ms, all inside semop %.1f ms, ncnt checked "
 			"%.1f ms, wake to all joined %.1f ms",
-			n, (double)(t_made - t_begin) / 1e6, (double)(t_inside - t_made) / 1e6,
-			(double)(t0 - t_inside) / 1e6, (double)(t_joined - t0) / 1e6);
+			n, (double)(g_step_ns[BU_PARK_RUNNING] - t_begin) / 1e6,
+			(double)(g_step_ns[BU_PARK_BLOCKED] - g_step_ns[BU_PARK_RUNNING]) / 1e6,
+			(double)(t0 - g_step_ns[BU_PARK_BLOCKED]) / 1e6,
+			(double)(t_joined - t0) / 1e6);
 
 	for (int i = 0; i < n; i++) {
 		if (w[i].err) {
@@ -232,14 +153,6 @@ release:
 	free(vals);
 	free(lat);
 	return rc;
-
-fail:
-	(void)semctl(id, 0, IPC_RMID);
-	free(w);
-	free(ones);
-	free(vals);
-	free(lat);
-	return -1;
 }
 
 static int target_main(const struct opts *o)

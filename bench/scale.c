@@ -36,16 +36,14 @@
 #include <dirent.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
 
 #include "bench_util.h"
 
-#define MAX_REPS     31
-#define SMALL_SETS   10
-#define MAX_WAITERS  30000
-#define CHECK_SAMPLE 64
+#define MAX_REPS    31
+#define SMALL_SETS  10
+#define MAX_WAITERS 30000
 
 union semun {
 	int val;
@@ -258,91 +256,19 @@ static long rss_kib(pid_t pid)
 
 /* ---- parked waiters (the waiters case) ---- */
 
-struct waiter {
-	pthread_t th;
-	pid_t tid;
-	int id;
-	unsigned short num;
-	int err;
-};
-
-static atomic_int g_armed;
-
-static void *wait_one(void *arg)
+static void note_step(enum bu_park_step step)
 {
-	struct waiter *w = arg;
-	struct sembuf down = { .sem_num = w->num, .sem_op = -1, .sem_flg = 0 };
-	int r;
+	static const char *const what[] = {
+		[BU_PARK_RUNNING] = "waiters: threads created and running",
+		[BU_PARK_BLOCKED] = "waiters: all blocked in semop",
+		[BU_PARK_COUNTED] = "waiters: counted by GETNCNT",
+	};
 
-	w->tid = gettid();
-	atomic_fetch_add(&g_armed, 1);
-	do
-		r = semop(w->id, &down, 1);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		w->err = errno;
-	return NULL;
-}
-
-/* Starts n waiters on set id and returns once all are parked; 0 or -1. */
-static int park_waiters(struct waiter *w, int n, int id, int *started)
-{
-	pthread_attr_t attr;
-	int nchk;
-
-	atomic_store(&g_armed, 0);
-	if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, 1 << 16) != 0) {
-		bu_tmsg("pthread_attr set-up failed");
-		return -1;
-	}
-	for (int i = 0; i < n; i++) {
-		w[i] = (struct waiter){ .id = id, .num = (unsigned short)i };
-		if (pthread_create(&w[i].th, &attr, wait_one, &w[i]) != 0) {
-			bu_tmsg("pthread_create: waiter %d of %d failed (RLIMIT_NPROC, "
-				"kernel.threads-max, pid_max?)",
-				i + 1, n);
-			pthread_attr_destroy(&attr);
-			return -1;
-		}
-		(*started)++;
-	}
-	pthread_attr_destroy(&attr);
-	while (atomic_load(&g_armed) < n)
-		bu_sleep_ns(1000000);
-	phase("waiters: threads created and running");
-	/* Blocked in semop (from /proc: no trapped call) ... */
-	for (int i = 0; i < n; i++) {
-		int b;
-
-		while ((b = bu_blocked_in_semop(w[i].tid)) == 0)
-			bu_sleep_ns(200000);
-		if (b < 0) {
-			bu_tmsg("cannot read /proc/self/task/%d/syscall", (int)w[i].tid);
-			return -1;
-		}
-	}
-	phase("waiters: all blocked in semop");
-	/* ... and counted by the server, checked on a sample: each such call costs time
-	   proportional to the calls parked under a seccomp supervisor (see bulkwake). */
-	nchk = n <= CHECK_SAMPLE ? n : CHECK_SAMPLE + 1;
-	for (int k = 0; k < nchk; k++) {
-		int i = nchk == n	    ? k
-			: k == CHECK_SAMPLE ? n - 1
-					    : (int)((long)k * n / CHECK_SAMPLE);
-		int nc;
-
-		while ((nc = semctl(id, i, GETNCNT)) == 0)
-			bu_sleep_ns(1000000);
-		if (nc != 1) {
-			bu_tmsg("GETNCNT of waiter semaphore %d is %d (expected 1)", i, nc);
-			return -1;
-		}
-	}
-	return 0;
+	phase(what[step]);
 }
 
 /* Releases every waiter with one SETALL and checks each returned 0; 0 or -1. */
-static int release_waiters(struct waiter *w, int n, int id, int *started)
+static int release_waiters(struct bu_waiter *w, int n, int id, int *started)
 {
 	unsigned short *ones = malloc(sizeof(*ones) * (size_t)n);
 	union semun arg = { .array = ones };
@@ -373,7 +299,7 @@ static int target_main(const struct opts *o)
 {
 	struct bu_text t = { 0 };
 	int small[SMALL_SETS], *built = NULL, nbuilt = 0, big = -1, wset = -1, started = 0;
-	struct waiter *w = NULL;
+	struct bu_waiter *w = NULL;
 	pid_t sup;
 	long rss0, rss1, units = 0;
 	uint64_t t_build;
@@ -448,7 +374,7 @@ static int target_main(const struct opts *o)
 		break;
 	case C_WAITERS:
 		units = o->waiters;
-		if (park_waiters(w, o->waiters, wset, &started) < 0)
+		if (bu_park_waiters(w, o->waiters, wset, false, &started, note_step) < 0)
 			goto out;
 		break;
 	}
