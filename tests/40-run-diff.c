@@ -92,6 +92,12 @@ Test(run_diff, undo)
 	diff("undo", 30);
 }
 
+/* a CLONE_VM child's semop before and after its exec: each reads its own address space */
+Test(run_diff, exec_vm)
+{
+	diff("exec-vm", 30);
+}
+
 /* SEM_UNDO applied before the parent can reap: 100 exits and kills, 20 woken waiters */
 Test(run_diff, undo_timing)
 {

@@ -85,6 +85,8 @@ static void process_free_rcu(struct rcu_head *head)
 	struct nt_process *p = caa_container_of(head, struct nt_process, rcu);
 
 	pthread_mutex_destroy(&p->lock);
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
 	free(p);
 }
 
@@ -161,6 +163,7 @@ static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err
 	p->super = s;
 	p->tgid = tgid;
 	p->refcount = 2; /* the table's and the caller's */
+	p->mem_fd = NT_MEM_UNOPENED;
 	CDS_INIT_LIST_HEAD(&p->threads);
 	cds_lfht_node_init(&p->node);
 	if (pthread_mutex_init(&p->lock, NULL))
@@ -227,12 +230,36 @@ void nt_process_invalidate_all(struct nt_process *p, bool volatile_creds)
 {
 	struct nt_thread *t;
 
+	/* The new image gets a new address space: /proc/TGID/mem would read the old one. */
+	atomic_store(&p->mem_retired, true);
 	xlock(&p->lock);
 	if (volatile_creds)
 		p->volatile_creds = true;
 	cds_list_for_each_entry(t, &p->threads, proc_node)
 		atomic_store_explicit(&t->valid, false, memory_order_relaxed);
 	xunlock(&p->lock);
+}
+
+int nt_process_mem_fd(struct nt_process *p)
+{
+	int fd = atomic_load_explicit(&p->mem_fd, memory_order_acquire);
+
+	if (atomic_load_explicit(&p->mem_retired, memory_order_acquire))
+		return -1;
+	if (fd == NT_MEM_UNOPENED) {
+		int mine = tgt_mem_open(p->tgid);
+
+		if (mine < 0)
+			mine = NT_MEM_NONE;
+		/* Two readers may race to open it: one file wins, the other is closed unseen. */
+		if (!atomic_compare_exchange_strong(&p->mem_fd, &fd, mine)) {
+			if (mine >= 0)
+				close(mine);
+		} else {
+			fd = mine;
+		}
+	}
+	return fd >= 0 ? fd : -1;
 }
 
 /* ---- threads ---- */

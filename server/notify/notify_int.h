@@ -118,6 +118,16 @@ struct nt_process {
 	struct cds_list_head threads; /* struct nt_thread.proc_node */
 	bool volatile_creds; /* a non-leader thread exec'd: never trust cached credentials */
 	bool exited;
+	/*
+	 * /proc/TGID/mem, opened at the first read through it (NT_MEM_UNOPENED until then,
+	 * NT_MEM_NONE if it could not be): a pread on it costs less than process_vm_readv, which
+	 * looks the task up and checks ptrace access on every call. The file keeps reading the
+	 * address space it was opened on, so an execve, which the listener must trap
+	 * (cred_traps), retires it for good. It is closed only with the record, so no reader can
+	 * ever find its number reused for another file.
+	 */
+	atomic_int mem_fd;
+	atomic_bool mem_retired;
 	/* pid namespaces, for GETPID: nspid[i] is our pid at level i (0: the supervisor's) */
 	int levels;
 	int32_t nspid[TGT_MAX_LEVELS];
@@ -292,6 +302,10 @@ struct nt_userns *nt_userns_get(struct nt_super *s, uint64_t inode, pid_t via_ti
 #define NT_COUNT_EVENT(s, field) NT_ADD(&(s)->events, field, 1)
 
 /* ---- ident.c ---- */
+#define NT_MEM_UNOPENED (-1)
+#define NT_MEM_NONE	(-2)
+/* The process's /proc/TGID/mem (struct nt_process), opened if need be; -1 when not usable. */
+int nt_process_mem_fd(struct nt_process *p);
 /* The record of tid, created (reading /proc) if needed; reference taken. NULL + *err. */
 struct nt_thread *nt_thread_get(struct nt_super *s, int32_t tid, int *err);
 struct nt_thread *nt_thread_find(struct nt_super *s, int32_t tid);

@@ -541,6 +541,20 @@ struct call_ctx {
 	struct sv_sembuf sops[PREFETCH_SOPS];
 };
 
+/*
+ * One region of the caller's memory: 0 or -EFAULT (or -ESRCH: gone). Through its process's
+ * /proc/TGID/mem where the listener traps execve, which retires that file (struct
+ * nt_process); otherwise, and whenever that read comes up short, process_vm_readv.
+ */
+static int caller_read(const struct call_ctx *cx, uint64_t addr, void *buf, size_t len)
+{
+	int fd = cx->l->cred_traps ? nt_process_mem_fd(cx->thr->proc) : -1;
+
+	if (fd >= 0 && tgt_mem_read(fd, addr, buf, len) == 0)
+		return 0;
+	return tgt_read(cx->thr->tid, addr, buf, len);
+}
+
 static int op_read(const struct sv_caller *c, uint64_t addr, void *buf, size_t len)
 {
 	struct call_ctx *cx = c->priv;
@@ -553,7 +567,7 @@ static int op_read(const struct sv_caller *c, uint64_t addr, void *buf, size_t l
 			return 0;
 		}
 	}
-	if (tgt_read(cx->thr->tid, addr, buf, len))
+	if (caller_read(cx, addr, buf, len))
 		return -EFAULT;
 	/* Read first, then make sure it was our caller we read: only then act on it. */
 	if (!id_valid(cx->l, cx->id))
@@ -648,8 +662,13 @@ static bool prefetch(struct call_ctx *cx, int nr, const uint64_t *args)
 
 	if (!sops_len && !tsaddr)
 		return false;
-	tgt_read2(cx->thr->tid, tsaddr, &cx->ts, tsaddr ? sizeof(cx->ts) : 0, &r1, args[1],
-		  cx->sops, sops_len, &r2);
+	if (!tsaddr) { /* semop, and glibc's semop(): one region */
+		r1 = 0;
+		r2 = caller_read(cx, args[1], cx->sops, sops_len);
+	} else {
+		tgt_read2(cx->thr->tid, tsaddr, &cx->ts, sizeof(cx->ts), &r1, args[1], cx->sops,
+			  sops_len, &r2);
+	}
 	if (tsaddr)
 		cx->pre[cx->npre++] = (typeof(cx->pre[0])){ tsaddr, sizeof(cx->ts), r1, &cx->ts };
 	if (sops_len)

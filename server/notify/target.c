@@ -223,6 +223,24 @@ int tgt_read(pid_t tid, uint64_t addr, void *buf, size_t len)
 	return xfer_result(process_vm_readv(tid, &local, 1, &remote, 1, 0), len);
 }
 
+int tgt_mem_open(pid_t tgid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)tgid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int tgt_mem_read(int fd, uint64_t addr, void *buf, size_t len)
+{
+	/* Offsets are signed: the top half of the address space is never user memory anyway. */
+	if (addr > (uint64_t)INT64_MAX - len)
+		return -EFAULT;
+	return pread(fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EFAULT;
+}
+
 int tgt_write(pid_t tid, uint64_t addr, const void *buf, size_t len)
 {
 	struct iovec local = { (void *)buf, len };

@@ -55,6 +55,13 @@ bool tgt_userns_covers(pid_t tid, uint64_t ancestor);
  * kernel's copy_from_user answer), or -ESRCH if the thread is gone.
  */
 int tgt_read(pid_t tid, uint64_t addr, void *buf, size_t len);
+/*
+ * The same read through an open /proc/TGID/mem (tgt_mem_open(): an fd, or -errno): 0, or
+ * -EFAULT for anything short of the whole region, whatever the reason (unmapped, the address
+ * space gone); the caller then asks tgt_read(), which tells which.
+ */
+int tgt_mem_open(pid_t tgid);
+int tgt_mem_read(int fd, uint64_t addr, void *buf, size_t len);
 int tgt_write(pid_t tid, uint64_t addr, const void *buf, size_t len);
 /* Two regions in one system call; a region with len 0 is skipped. Per-region results. */
 void tgt_read2(pid_t tid, uint64_t a1, void *b1, size_t l1, int *r1, uint64_t a2, void *b2,
