@@ -249,8 +249,12 @@ int nt_process_mem_fd(struct nt_process *p)
 	if (fd == NT_MEM_UNOPENED) {
 		int mine = tgt_mem_open(p->tgid);
 
-		if (mine < 0)
+		if (mine >= p->super->mem_fd_limit) {
+			close(mine);
 			mine = NT_MEM_NONE;
+		} else if (mine < 0) {
+			mine = NT_MEM_NONE;
+		}
 		/* Two readers may race to open it: one file wins, the other is closed unseen. */
 		if (!atomic_compare_exchange_strong(&p->mem_fd, &fd, mine)) {
 			if (mine >= 0)

@@ -230,6 +230,11 @@ struct nt_super {
 	int nworkers, started;
 	struct nt_worker *workers;
 	struct nt_receiver *rcv; /* NULL: none (more than one worker) */
+	/*
+	 * /proc/TGID/mem files are a saving, pidfds a necessity: a mem file whose number reaches
+	 * this (half the fd limit at start) is closed again and the process reads without one.
+	 */
+	int mem_fd_limit;
 	size_t resp_size;
 	atomic_bool stopping;
 

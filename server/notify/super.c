@@ -56,6 +56,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -753,7 +754,13 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 
 int nt_super_start(struct nt_super *s)
 {
+	struct rlimit rl;
 	int err = 0;
+
+	/* After our callers have raised the limit to what they may. */
+	s->mem_fd_limit = INT_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 < (rlim_t)INT_MAX)
+		s->mem_fd_limit = (int)(rl.rlim_cur / 2);
 
 	if (s->rcv) {
 		/* No SA_RESTART: the kick must end the receiver's NOTIF_RECV with EINTR. */
