@@ -208,10 +208,12 @@ struct nt_receiver {
 	_Atomic(struct nt_listener *) offer; /* handed over by the worker, not yet taken */
 	atomic_uint kick;		     /* kicks sent (the worker) */
 	atomic_uint ack;		     /* kicks seen (the receiver) */
-	atomic_uint_fast64_t served;	     /* calls it received */
-	uint64_t seen;			     /* @served when the worker last looked */
-	atomic_bool done;		     /* it has left its loop (stopping) */
-	bool running;			     /* its thread exists */
+	/* Calls it received, for the hand-over rule; not wk.stats.received, which COUNTERS=off
+	   compiles out and a statistics reset zeroes. */
+	atomic_uint_fast64_t served;
+	uint64_t seen;	  /* @served when the worker last looked */
+	atomic_bool done; /* it has left its loop (stopping) */
+	bool running;	  /* its thread exists */
 };
 
 struct nt_super {

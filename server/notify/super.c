@@ -646,6 +646,21 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* A worker's buffers, for a worker of the pool or the receiver; false when out of memory. */
+static bool worker_init(struct nt_worker *wk, struct nt_super *s, size_t notif_size)
+{
+	wk->super = s;
+	wk->notif_size = notif_size;
+	wk->notif = calloc(1, notif_size);
+	return wk->notif != NULL;
+}
+
+static void worker_fini(struct nt_worker *wk)
+{
+	free(wk->notif);
+	free(wk->spare);
+}
+
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen)
 {
 	struct nt_super *s = calloc(1, sizeof(*s));
@@ -721,10 +736,7 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 		return NULL;
 	}
 	for (int i = 0; i < s->nworkers; i++) {
-		s->workers[i].super = s;
-		s->workers[i].notif_size = notif_size;
-		s->workers[i].notif = calloc(1, notif_size);
-		if (!s->workers[i].notif) {
+		if (!worker_init(&s->workers[i], s, notif_size)) {
 			snprintf(err, errlen, "out of memory");
 			return NULL;
 		}
@@ -732,16 +744,12 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 	/* Beside several workers a receiver would only take calls from them. */
 	if (s->nworkers == 1) {
 		s->rcv = aligned_alloc(64, sizeof(*s->rcv));
-		if (s->rcv) {
+		if (s->rcv)
 			memset(s->rcv, 0, sizeof(*s->rcv));
-			s->rcv->wk.notif = calloc(1, notif_size);
-		}
-		if (!s->rcv || !s->rcv->wk.notif) {
+		if (!s->rcv || !worker_init(&s->rcv->wk, s, notif_size)) {
 			snprintf(err, errlen, "out of memory");
 			return NULL;
 		}
-		s->rcv->wk.super = s;
-		s->rcv->wk.notif_size = notif_size;
 	}
 	if (stat("/proc/self/ns/user", &sb) == 0)
 		s->my_userns = (uint64_t)sb.st_ino;
@@ -843,14 +851,11 @@ void nt_super_free(struct nt_super *s)
 	close(s->timer.fd);
 	close(s->sweep.fd);
 	close(s->exits.fd);
-	for (int i = 0; i < s->nworkers; i++) {
-		free(s->workers[i].notif);
-		free(s->workers[i].spare);
-	}
+	for (int i = 0; i < s->nworkers; i++)
+		worker_fini(&s->workers[i]);
 	free(s->workers);
 	if (s->rcv) {
-		free(s->rcv->wk.notif);
-		free(s->rcv->wk.spare);
+		worker_fini(&s->rcv->wk);
 		free(s->rcv);
 	}
 	free(s->timers);
