@@ -26,9 +26,9 @@
 
 #include "tests/lib/runner.h"
 
-#include "notify/filter.h"
 #include "notify/handoff.h"
 #include "notify/notify.h"
+#include "tests/lib/fixture.h"
 
 /* The supervisor keeps its namespaces for the life of the process (see 51-control-live.c). */
 const char *__lsan_default_suppressions(void);
@@ -64,20 +64,10 @@ static long sem1(int id, short op)
 static void child_main(int sock) __attribute__((noreturn));
 static void child_main(int sock)
 {
-	struct filter_opts fo = { 0 };
-	struct ho_info info = { .pid = getpid() };
-	char err[256];
 	struct cmd c;
-	int l, id;
+	int id;
 
-	l = filter_install(&fo, err, sizeof(err));
-	if (l < 0) {
-		dprintf(2, "child: %s\n", err);
-		_exit(92);
-	}
-	if (ho_send(sock, l, &info))
-		_exit(93);
-	close(l);
+	fx_confine(sock);
 	id = (int)syscall(SYS_semget, KEY, 2, IPC_CREAT | IPC_EXCL | 0600);
 	if (id >= 0)
 		syscall(SYS_semctl, id, 0, SETVAL, 1);

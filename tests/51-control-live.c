@@ -31,9 +31,9 @@
 
 #include "control/control.h"
 #include "control/ctl_frame.h"
-#include "notify/filter.h"
 #include "notify/handoff.h"
 #include "notify/notify.h"
+#include "tests/lib/fixture.h"
 
 static void live_cleanup(void);
 
@@ -92,20 +92,11 @@ static void xread(int fd, void *p, size_t n)
 static void child_main(int cmd) __attribute__((noreturn));
 static void child_main(int cmd)
 {
-	struct filter_opts fo = { 0 };
-	struct ho_info info = { .pid = getpid() };
-	char err[256], c;
-	int l, ids[3] = { -1, -1, -1 };
+	char c;
+	int ids[3] = { -1, -1, -1 };
 	pid_t gc = -1;
 
-	l = filter_install(&fo, err, sizeof(err));
-	if (l < 0) {
-		dprintf(2, "child: %s\n", err);
-		_exit(92);
-	}
-	if (ho_send(cmd, l, &info))
-		_exit(93);
-	close(l);
+	fx_confine(cmd);
 	for (;;) {
 		xread(cmd, &c, 1);
 		switch (c) {

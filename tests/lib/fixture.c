@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "notify/filter.h"
+#include "notify/handoff.h"
 #include "tests/lib/fixture.h"
 
 struct sv_ns *fx_ns;
@@ -203,4 +207,20 @@ long fx_ipc_stat(struct fx_caller *fc, int id, struct fx_stat *st)
 	memcpy(&st->ctime, b + 64, 8);
 	memcpy(&st->nsems, b + 80, 8);
 	return r;
+}
+
+void fx_confine(int sock)
+{
+	struct filter_opts fo = { 0 };
+	struct ho_info info = { .pid = getpid() };
+	char err[256];
+	int l = filter_install(&fo, err, sizeof(err));
+
+	if (l < 0) {
+		dprintf(2, "child: %s\n", err);
+		_exit(92);
+	}
+	if (ho_send(sock, l, &info))
+		_exit(93);
+	close(l);
 }

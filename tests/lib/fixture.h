@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the engine tests: a namespace, callers with chosen credentials, and short
- * ways to issue calls and collect the waiters a call completed.
+ * ways to issue calls and collect the waiters a call completed. And one for the notify layer's
+ * tests, which serve confined children from a supervisor in the test process.
  */
 #ifndef SV_TEST_FIXTURE_H
 #define SV_TEST_FIXTURE_H
@@ -66,6 +67,13 @@ struct fx_stat {
 	uint64_t nsems;
 };
 long fx_ipc_stat(struct fx_caller *fc, int id, struct fx_stat *st);
+
+/*
+ * In a forked child: install the filter on this process and send its listener over sock in
+ * the hand-off message, as semvisor-run's launcher does; the test adds it to its supervisor.
+ * Exits the child (92: no filter, 93: not sent) when either fails.
+ */
+void fx_confine(int sock);
 
 #define SOPS(...)                                                                                  \
 	(sizeof((struct sv_sembuf[]){ __VA_ARGS__ }) / sizeof(struct sv_sembuf)),                  \
