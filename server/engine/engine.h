@@ -212,8 +212,11 @@ int64_t sv_now(void);
 /* ---- sem.c ---- */
 int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops);
 void sv_sem_unlock(struct sv_set *set, int locknum);
-bool sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag);
-bool sv_is_owner(const struct sv_caller *c, const struct sv_set *set);
+/* Permission checks: 0, -EACCES / -EPERM, or -SV_EGONE (the caller could not be asked). */
+int sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag);
+int sv_is_owner(const struct sv_caller *c, const struct sv_set *set);
+/* Right before an irrevocable change: 0, or -SV_EGONE (do nothing). Caller holds the locks. */
+int sv_committing(const struct sv_caller *c);
 /* caller holds the set lock in complex mode */
 void sv_do_smart_update(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops,
 			bool otime, struct sv_wakeq *wq);

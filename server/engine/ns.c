@@ -469,7 +469,10 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 		CDS_INIT_LIST_HEAD(&sv_sems(set)[i].pending_const);
 	}
 
-	err = ids_add(ns, set);
+	/* Nobody can see the set before ids_add(): if the caller is gone, it never existed. */
+	err = sv_committing(c);
+	if (!err)
+		err = ids_add(ns, set);
 	if (err) {
 		set_free_rcu(&set->rcu);
 		return err;
@@ -498,8 +501,8 @@ long sv_semget(const struct sv_caller *c, int32_t key, int nsems, int semflg)
 		ret = -EEXIST;
 	} else if (nsems > set->nsems) {
 		ret = -EINVAL;
-	} else if (!sv_ipcperms(c, set, semflg)) {
-		ret = -EACCES;
+	} else if ((ret = sv_ipcperms(c, set, semflg))) {
+		/* EACCES, or the caller is gone */
 	} else {
 		ret = set->id;
 	}

@@ -85,36 +85,79 @@ int sv_copy_out(const struct sv_caller *c, uint64_t addr, const void *buf, size_
 
 /* ---- permissions (ipcperms) ---- */
 
-static bool in_group(const struct sv_cred *cr, uint32_t gid)
+/* Have the caller's ops fill in what its credentials lack. 0 or -SV_EGONE. */
+static int cred_need(const struct sv_caller *c, unsigned int what)
 {
-	if (cr->fsgid == gid)
-		return true;
-	for (int i = 0; i < cr->ngroups; i++)
-		if (cr->groups[i] == gid)
-			return true;
-	return false;
+	if (!(c->cred->missing & what))
+		return 0;
+	if (!c->ops || !c->ops->cred_fill)
+		return -SV_EGONE; /* nobody can tell: as if the caller were gone */
+	return c->ops->cred_fill(c, what) ? -SV_EGONE : 0;
 }
 
-/* Lockless, under RCU: an IPC_SET racing with this check is as benign here as in the kernel. */
-bool sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag)
+/*
+ * in_group_p(cgid) || in_group_p(gid): fsgid, or a supplementary group, is either. The list is
+ * asked for only when fsgid is neither. 1, 0, or -SV_EGONE.
+ */
+static int in_group(const struct sv_caller *c, uint32_t cgid, uint32_t gid)
+{
+	const struct sv_cred *cr = c->cred;
+
+	if (cr->fsgid == cgid || cr->fsgid == gid)
+		return 1;
+	if (cred_need(c, SV_CRED_GROUPS))
+		return -SV_EGONE;
+	for (int i = 0; i < cr->ngroups; i++)
+		if (cr->groups[i] == cgid || cr->groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/*
+ * ipcperms(): 0 if granted, -EACCES, or -SV_EGONE. Lockless, under RCU: an IPC_SET racing with
+ * this check is as benign here as in the kernel. The groups are looked at only when the class
+ * they decide (group or other) grants differently, the capabilities only when the mode denies.
+ */
+int sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag)
 {
 	const struct sv_cred *cr = c->cred;
 	int requested = (flag >> 6) | (flag >> 3) | flag;
 	int granted = (int)SV_RELAXED(&set->mode);
 
-	if (cr->euid == SV_RELAXED(&set->cuid) || cr->euid == SV_RELAXED(&set->uid))
+	if (cr->euid == SV_RELAXED(&set->cuid) || cr->euid == SV_RELAXED(&set->uid)) {
 		granted >>= 6;
-	else if (in_group(cr, SV_RELAXED(&set->cgid)) || in_group(cr, SV_RELAXED(&set->gid)))
-		granted >>= 3;
-	return !(requested & ~granted & 0007) || cr->cap_ipc_owner;
+	} else if (((granted >> 3) ^ granted) & requested & 0007) {
+		int in = in_group(c, SV_RELAXED(&set->cgid), SV_RELAXED(&set->gid));
+
+		if (in < 0)
+			return in;
+		if (in)
+			granted >>= 3;
+	}
+	if (!(requested & ~granted & 0007))
+		return 0;
+	if (cred_need(c, SV_CRED_CAPS))
+		return -SV_EGONE;
+	return cr->cap_ipc_owner ? 0 : -EACCES;
 }
 
-bool sv_is_owner(const struct sv_caller *c, const struct sv_set *set)
+/* Owner, creator, or CAP_SYS_ADMIN (IPC_SET, IPC_RMID): 0, -EPERM, or -SV_EGONE. */
+int sv_is_owner(const struct sv_caller *c, const struct sv_set *set)
 {
 	uint32_t euid = c->cred->euid;
 
-	return euid == SV_RELAXED(&set->cuid) || euid == SV_RELAXED(&set->uid) ||
-	       c->cred->cap_sys_admin;
+	if (euid == SV_RELAXED(&set->cuid) || euid == SV_RELAXED(&set->uid))
+		return 0;
+	if (cred_need(c, SV_CRED_CAPS))
+		return -SV_EGONE;
+	return c->cred->cap_sys_admin ? 0 : -EPERM;
+}
+
+int sv_committing(const struct sv_caller *c)
+{
+	if (!c->ops || !c->ops->committing)
+		return 0;
+	return c->ops->committing(c) ? -SV_EGONE : 0;
 }
 
 /* ---- lock modes ---- */
@@ -714,10 +757,9 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 		err = -EFBIG;
 		goto out_rcu;
 	}
-	if (!sv_ipcperms(c, set, alter ? S_IWUGO_ : S_IRUGO_)) {
-		err = -EACCES;
+	err = sv_ipcperms(c, set, alter ? S_IWUGO_ : S_IRUGO_);
+	if (err)
 		goto out_rcu;
-	}
 
 	locknum = sv_sem_lock(set, sops, nsops);
 	/*

@@ -20,6 +20,7 @@
 #define SV_SEM_H
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -79,16 +80,30 @@ struct sv_sembuf {
 /*
  * Who is calling, as the supervisor sees it. uids and gids are in the supervisor's user namespace;
  * the group test uses fsgid and the supplementary groups, as the kernel's in_group_p() does.
+ *
+ * The supplementary groups and the capabilities may be left out (missing): the engine then asks
+ * for them through sv_caller_ops.cred_fill when, and only when, a decision depends on them, since
+ * for a confined program reading them costs more than the rest of the call.
  */
+#define SV_CRED_GROUPS 1u
+#define SV_CRED_CAPS   2u
+
 struct sv_cred {
 	uint32_t euid;
 	uint32_t egid;
 	uint32_t fsgid;
+	unsigned int missing; /* SV_CRED_*: not filled in yet */
 	int ngroups;
 	const uint32_t *groups;
 	bool cap_ipc_owner; /* CAP_IPC_OWNER in the user namespace owning the IPC namespace */
 	bool cap_sys_admin; /* CAP_SYS_ADMIN there: IPC_SET/IPC_RMID on others' sets */
 };
+
+/*
+ * What an engine call returns when the caller's ops said the caller no longer waits for it
+ * (cred_fill, committing): nothing was done, and no answer can reach it.
+ */
+#define SV_EGONE ESRCH
 
 struct sv_caller;
 
@@ -108,6 +123,19 @@ struct sv_caller_ops {
 	/* uid/gid given by the caller, in the supervisor's view: false if unmappable. */
 	bool (*uid_in)(const struct sv_caller *c, uint32_t uid, uint32_t *out);
 	bool (*gid_in)(const struct sv_caller *c, uint32_t gid, uint32_t *out);
+	/*
+	 * Fill in the credentials cred->missing names (at least those in what): 0, or -SV_EGONE.
+	 * Called under the RCU read lock, and for semget, IPC_SET and IPC_RMID with the
+	 * namespace's ids_lock held too; never under a set or semaphore lock.
+	 */
+	int (*cred_fill)(const struct sv_caller *c, unsigned int what);
+	/*
+	 * Does the caller still wait for this call? Asked with the set's locks held, right before
+	 * a change that no later failure can undo: a new set, IPC_RMID, IPC_SET, SETVAL, SETALL.
+	 * 0, or -SV_EGONE (the change is not made). A caller that cannot be interrupted while it
+	 * waits leaves it NULL.
+	 */
+	int (*committing)(const struct sv_caller *c);
 };
 
 struct sv_caller {

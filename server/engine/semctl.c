@@ -105,9 +105,9 @@ static long semctl_stat(const struct sv_caller *c, int semid, int cmd, uint64_t 
 		rcu_read_unlock();
 		return -EINVAL;
 	}
-	if (cmd != SV_SEM_STAT_ANY && !sv_ipcperms(c, set, S_IRUGO_)) {
+	if (cmd != SV_SEM_STAT_ANY && (ret = sv_ipcperms(c, set, S_IRUGO_))) {
 		rcu_read_unlock();
-		return -EACCES;
+		return ret;
 	}
 	/* The perm lock alone, as the kernel: no need to stop simple operations. */
 	sv_lock(&set->lock);
@@ -140,6 +140,7 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 {
 	struct sv_set *set;
 	struct sv_undo *un;
+	int err;
 
 	if (val > SV_SEMVMX || val < 0)
 		return -ERANGE;
@@ -153,15 +154,15 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 		rcu_read_unlock();
 		return -EINVAL;
 	}
-	if (!sv_ipcperms(c, set, S_IWUGO_)) {
+	if ((err = sv_ipcperms(c, set, S_IWUGO_))) {
 		rcu_read_unlock();
-		return -EACCES;
+		return err;
 	}
 	sv_sem_lock(set, NULL, 0);
-	if (set->deleted) {
+	if (set->deleted || (err = sv_committing(c))) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
 		rcu_read_unlock();
-		return -EIDRM;
+		return set->deleted ? -EIDRM : err;
 	}
 	cds_list_for_each_entry(un, &set->undos, set_node)
 		un->semadj[semnum] = 0;
@@ -227,7 +228,7 @@ static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted) {
 		ret = -EIDRM;
-	} else {
+	} else if (!(ret = sv_committing(c))) {
 		for (int i = 0; i < nsems; i++) {
 			sv_sems(set)[i].semval = vals[i];
 			sv_sems(set)[i].sempid = c->proc ? c->proc->pid : 0;
@@ -258,9 +259,9 @@ static long semctl_main(const struct sv_caller *c, int semid, int semnum, int cm
 		rcu_read_unlock();
 		return -EINVAL;
 	}
-	if (!sv_ipcperms(c, set, cmd == SV_SETALL ? S_IWUGO_ : S_IRUGO_)) {
+	if ((ret = sv_ipcperms(c, set, cmd == SV_SETALL ? S_IWUGO_ : S_IRUGO_))) {
 		rcu_read_unlock();
-		return -EACCES;
+		return ret;
 	}
 	if (cmd == SV_GETALL)
 		return semctl_getall(c, set, arg);
@@ -325,11 +326,13 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 		ret = -EINVAL;
 		goto out;
 	}
-	if (!sv_is_owner(c, set)) {
-		ret = -EPERM;
+	if ((ret = sv_is_owner(c, set)))
+		goto out;
+	sv_sem_lock(set, NULL, 0);
+	if ((ret = sv_committing(c))) {
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
 		goto out;
 	}
-	sv_sem_lock(set, NULL, 0);
 	if (cmd == SV_IPC_RMID) {
 		sv_freeary(ns, set, wq);
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
