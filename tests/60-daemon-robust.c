@@ -391,3 +391,70 @@ Test(daemon_robust, silent_burst_does_not_lock_out)
 		close(idle[i]);
 	cr_assert_eq(dh_daemon_stop(&d), 0);
 }
+
+/*
+ * The agent and control sockets are bound with care (server/util/usock.h): a file, directory
+ * or symlink at the path is refused and left as it was; a dead instance's socket is replaced;
+ * a live instance's is refused.
+ */
+static void refuses(const char *which, const char *what_is_there)
+{
+	struct dh_daemon d;
+	char opt[PATH_MAX + 32], *log, *text;
+	const char *path = dh_path(which);
+	int st = 0;
+	bool up;
+
+	snprintf(opt, sizeof(opt), "--%s=%s",
+		 strstr(which, "agent") ? "agent-socket" : "control-socket", path);
+	up = dh_daemon_start_env(&d, "d", (const char *const[]){ opt, NULL }, NULL, &st);
+	log = dh_log(&d);
+	cr_assert(!up, "semvisord started with %s at its %s:\n%s", what_is_there, which, log);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit status %#x:\n%s", st, log);
+	cr_assert(strstr(log, "exists and is not a socket: not replacing it"),
+		  "no clear refusal:\n%s", log);
+	free(log);
+	if (!strcmp(what_is_there, "a file")) {
+		text = dh_slurp(path);
+		cr_assert_str_eq(text, "precious\n", "the file was changed");
+		free(text);
+	}
+}
+
+Test(daemon_robust, socket_paths_never_clobbered)
+{
+	struct dh_daemon d, d2;
+	char opt[PATH_MAX + 32], *log;
+	struct stat sb;
+	int st = 0;
+
+	dh_setup();
+	dh_write_file(dh_path("agent"), "precious\n");
+	refuses("agent", "a file");
+	dh_write_file(dh_path("control"), "precious\n");
+	refuses("control", "a file");
+	cr_assert_eq(mkdir(dh_path("agentdir"), 0755), 0);
+	refuses("agentdir", "a directory");
+	cr_assert_eq(symlink(dh_path("nowhere"), dh_path("agentlink")), 0);
+	refuses("agentlink", "a dangling symlink");
+	cr_assert(lstat(dh_path("agentlink"), &sb) == 0 && S_ISLNK(sb.st_mode));
+
+	/* a live instance's socket is refused (by its lock, or failing that its socket) */
+	dh_daemon_start(&d, "live", NULL);
+	snprintf(opt, sizeof(opt), "--agent-socket=%s", d.sock);
+	cr_assert(
+	    !dh_daemon_start_env(&d2, "second", (const char *const[]){ opt, NULL }, NULL, &st),
+	    "a second daemon started on a live socket");
+	log = dh_log(&d2);
+	cr_assert(strstr(log, "already"), "no clear refusal:\n%s", log);
+	free(log);
+	/* killed, it leaves a stale socket and lock: the next one replaces them and serves */
+	kill(d.pid, SIGKILL);
+	cr_assert(dh_wait(d.pid, 5000, &st));
+	cr_assert(lstat(d.sock, &sb) == 0 && S_ISSOCK(sb.st_mode));
+	dh_daemon_start(&d2, "third", (const char *const[]){ opt, NULL });
+	cr_assert_eq(DH_SEM(d.sock, &log, "post", "0x7ea2", "1"), 0, "%s", log);
+	free(log);
+	cr_assert_eq(dh_daemon_stop(&d2), 0);
+	cr_assert(lstat(d.sock, &sb) && errno == ENOENT, "the socket file outlived its daemon");
+}

@@ -33,6 +33,7 @@
 
 #include "control/control.h"
 #include "control/ctl_int.h"
+#include "util/usock.h"
 
 #define OUT_LOW		(64 * 1024) /* answer more requests only below this much pending */
 #define IN_MIN		4096
@@ -66,9 +67,7 @@ struct ctl_server {
 	struct ctl_ctx cx;
 	struct ctl_opts o;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	bool own_path; /* we bound it: unlink at stop if it is still ours */
-	dev_t dev;
-	ino_t ino;
+	struct usock sock; /* bound here (else its fd is -1 and lfd came from systemd) */
 	int lfd, stopfd, reserve;
 	uid_t owner;
 	pthread_t thread;
@@ -574,119 +573,16 @@ static void *ctl_main(void *arg)
 
 /* ---- setting up ---- */
 
-static int make_parent(const char *path, char *err, size_t errlen)
-{
-	char dir[PATH_MAX];
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s for the control socket: %s", dir,
-			 strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
 static int bind_path(struct ctl_server *srv, char *err, size_t errlen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *path = srv->o.path;
-	struct stat sb;
-	mode_t old;
-	int fd, rc, e;
+	int rc = usock_listen(&srv->sock, srv->o.path, srv->o.mode, srv->o.group, BACKLOG,
+			      "control socket", err, errlen);
 
-	if (!path || !*path) {
-		snprintf(err, errlen, "no control socket path given");
-		return -EINVAL;
-	}
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "control socket path too long: %s", path);
-		return -ENAMETOOLONG;
-	}
-	strcpy(sa.sun_path, path);
-	snprintf(srv->path, sizeof(srv->path), "%s", path);
-	rc = make_parent(path, err, errlen);
 	if (rc)
 		return rc;
-
-	if (lstat(path, &sb) == 0) {
-		if (!S_ISSOCK(sb.st_mode)) {
-			snprintf(err, errlen, "%s exists and is not a socket: not replacing it",
-				 path);
-			return -EEXIST;
-		}
-		/* Somebody answering there is a live instance; a refusal means a stale file. */
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			snprintf(err, errlen, "socket: %s", strerror(errno));
-			return -errno;
-		}
-		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		e = errno;
-		close(fd);
-		if (rc == 0 || e == EAGAIN || e == EINPROGRESS) {
-			snprintf(err, errlen, "another server is already listening on %s", path);
-			return -EADDRINUSE;
-		}
-		if (e != ECONNREFUSED) {
-			snprintf(err, errlen, "%s: cannot tell whether a server listens there: %s",
-				 path, strerror(e));
-			return -e;
-		}
-		if (unlink(path) && errno != ENOENT) {
-			snprintf(err, errlen, "cannot remove the stale socket %s: %s", path,
-				 strerror(errno));
-			return -errno;
-		}
-	} else if (errno != ENOENT) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -errno;
-	}
-	srv->lfd = fd;
-	/*
-	 * Born 0600 (the umask is the process's: nothing else here creates files meanwhile), then
-	 * widened to the mode asked for: never reachable by more peers than intended.
-	 */
-	old = umask(0177);
-	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	e = errno;
-	umask(old);
-	if (rc) {
-		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(e));
-		return -e;
-	}
-	srv->own_path = true;
-	if (chmod(path, srv->o.mode)) {
-		snprintf(err, errlen, "chmod %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (srv->o.group != (gid_t)-1 && chown(path, (uid_t)-1, srv->o.group)) {
-		snprintf(err, errlen, "chown %s to group %u: %s", path, (unsigned)srv->o.group,
-			 strerror(errno));
-		return -errno;
-	}
-	if (stat(path, &sb)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	srv->dev = sb.st_dev;
-	srv->ino = sb.st_ino;
-	srv->owner = sb.st_uid;
-	if (listen(fd, BACKLOG)) {
-		snprintf(err, errlen, "listen on %s: %s", path, strerror(errno));
-		return -errno;
-	}
+	srv->lfd = srv->sock.fd;
+	srv->owner = srv->sock.owner;
+	snprintf(srv->path, sizeof(srv->path), "%s", srv->sock.path);
 	return 0;
 }
 
@@ -725,16 +621,12 @@ static int adopt_fd(struct ctl_server *srv, char *err, size_t errlen)
 
 static void server_free(struct ctl_server *srv)
 {
-	struct stat sb;
-
 	for (int i = 0; i < srv->nconns; i++)
 		conn_free(srv->conns[i]);
-	if (srv->lfd >= 0)
+	if (srv->sock.fd >= 0)
+		usock_close(&srv->sock); /* (its file only if it is still ours) */
+	else if (srv->lfd >= 0)
 		close(srv->lfd);
-	/* only our own socket: a newer instance may have replaced a file we thought stale */
-	if (srv->own_path && lstat(srv->path, &sb) == 0 && sb.st_dev == srv->dev &&
-	    sb.st_ino == srv->ino)
-		unlink(srv->path);
 	if (srv->stopfd >= 0)
 		close(srv->stopfd);
 	if (srv->reserve >= 0)
@@ -759,7 +651,7 @@ struct ctl_server *ctl_server_start(struct nt_super *s, const struct ctl_opts *o
 	}
 	srv->o = *opts;
 	srv->lfd = opts->listen_fd;
-	srv->stopfd = srv->reserve = -1;
+	srv->stopfd = srv->reserve = srv->sock.fd = -1;
 	if (!srv->o.mode)
 		srv->o.mode = CTL_DEFAULT_MODE;
 	if (srv->o.max_conns <= 0)

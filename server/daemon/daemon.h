@@ -5,6 +5,7 @@
 
 #include "daemon/config.h"
 #include "notify/notify.h"
+#include "util/usock.h"
 
 /* A setting given on the command line: it wins over the file, also after a reload. */
 struct cfg_override {
@@ -21,7 +22,8 @@ struct daemon {
 	void *loop;  /* struct ev_loop *, for agent_resume() */
 	struct nt_super *super;
 	int agent_fd;
-	bool agent_bound; /* we created the socket file (so we remove it) */
+	bool agent_bound; /* we created the socket file (agent_sock), so we remove it */
+	struct usock agent_sock;
 	struct ctl_server *ctl;
 };
 

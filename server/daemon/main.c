@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "util/usock.h"
 
 #ifndef SEMVISOR_VERSION
 #define SEMVISOR_VERSION "0.1"
@@ -220,68 +221,6 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 	return load_config(d, &d->cfg);
 }
 
-/* Bind a listening socket, refusing if another instance already listens on it. */
-static int bind_unix(const char *path, mode_t mode, const char *group, char *err, size_t errlen)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)];
-	mode_t old;
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "socket path too long: %.200s", path);
-		return -ENAMETOOLONG;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		goto fail;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		close(fd);
-		snprintf(err, errlen, "another semvisord is already listening on %s", path);
-		return -EADDRINUSE;
-	}
-	close(fd);
-	unlink(path); /* a stale socket from a dead instance */
-	memcpy(dir, sa.sun_path, sizeof(dir));
-	mkdir(dirname(dir), 0755);
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		goto fail;
-	/* Nobody may connect before the mode is what it should be. */
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		umask(old);
-		goto fail_fd;
-	}
-	umask(old);
-	if (chmod(path, mode))
-		goto fail_fd;
-	if (group[0]) {
-		struct group *g = getgrnam(group);
-
-		if (!g) {
-			snprintf(err, errlen, "%.107s: no group named '%.63s'", path, group);
-			close(fd);
-			return -EINVAL;
-		}
-		if (chown(path, (uid_t)-1, g->gr_gid))
-			goto fail_fd;
-	}
-	if (listen(fd, 128))
-		goto fail_fd;
-	return fd;
-fail_fd:
-	close(fd);
-fail : {
-	int e = errno;
-
-	snprintf(err, errlen, "%.107s: %s", path, strerror(e));
-	return -e;
-}
-}
-
 static int lock_instance(struct daemon *d, char *err, size_t errlen)
 {
 	char path[sizeof(d->cfg.agent_path) + 8], dir[sizeof(path)];
@@ -289,7 +228,7 @@ static int lock_instance(struct daemon *d, char *err, size_t errlen)
 	snprintf(path, sizeof(path), "%s.lock", d->cfg.agent_path);
 	memcpy(dir, path, sizeof(dir));
 	mkdir(dirname(dir), 0755);
-	d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (d->lock_fd < 0) {
 		snprintf(err, errlen, "%.200s: %s", path, strerror(errno));
 		return -1;
@@ -473,12 +412,23 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	} else {
-		d->agent_fd = bind_unix(d->cfg.agent_path, d->cfg.agent_mode, d->cfg.agent_group,
-					err, sizeof(err));
-		if (d->agent_fd < 0) {
+		gid_t group = (gid_t)-1;
+
+		if (d->cfg.agent_group[0]) {
+			struct group *g = getgrnam(d->cfg.agent_group);
+
+			if (!g) {
+				dlog(d, "agent socket: no group named '%s'", d->cfg.agent_group);
+				return 1;
+			}
+			group = g->gr_gid;
+		}
+		if (usock_listen(&d->agent_sock, d->cfg.agent_path, d->cfg.agent_mode, group, 128,
+				 "agent socket", err, sizeof(err))) {
 			dlog(d, "agent socket: %s", err);
 			return 1;
 		}
+		d->agent_fd = d->agent_sock.fd;
 		d->agent_bound = true;
 	}
 	if (ctl_attach(d, err, sizeof(err))) {
@@ -518,9 +468,10 @@ int main(int argc, char **argv)
 
 	/* Stop: no new clients, then the workers. */
 	ev_io_stop(loop, &agent_w);
-	close(d->agent_fd);
 	if (d->agent_bound)
-		unlink(d->cfg.agent_path);
+		usock_close(&d->agent_sock); /* (its file only if it is still ours) */
+	else
+		close(d->agent_fd);
 	ctl_detach(d);
 	nt_super_stop(d->super);
 	nt_super_wait(d->super);
