@@ -134,6 +134,20 @@ $(O)/semvisorctl: $(patsubst %.c,$(O)/%.o,$(CTL_SRC)) $(LIB)
 $(O)/tests/%: $(O)/tests/%.o $(TLIB_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
 
+# Fault-injection tests (tests/NN-*-faults.c) link the library built again with
+# SV_FAULT_INJECT (server/util/fault.h), whose resource calls fail on demand.
+FAULT_OBJ   = $(patsubst %.c,$(O)/faults/%.o,$(LIB_SRC))
+FAULT_LIB   = $(O)/libsemvisor-faults.a
+$(O)/faults/%.o: %.c $(PROTO_H)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -DSV_FAULT_INJECT $(CFLAGS) -MMD -MP -c -o $@ $<
+$(FAULT_LIB): $(FAULT_OBJ) $(PROTO_C:.c=.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(O)/tests/%-faults.o: CPPFLAGS += -DSV_FAULT_INJECT
+$(O)/tests/%-faults: $(O)/tests/%-faults.o $(TLIB_OBJ) $(FAULT_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
+
 # Test programs run both natively and confined: plain executables, no project code inside.
 # static-* (what musl and static binaries do: the raw semop call) and ct-* (run inside a
 # container's bare rootfs) are linked statically, so without sanitizers.
@@ -155,7 +169,8 @@ $(O)/bench/%: $(O)/bench/%.o $(LIB)
 $(O)/demo/%: $(O)/demo/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
--include $(ALL_OBJ:.o=.d) $(patsubst %.c,$(O)/%.d,$(TEST_SRC) $(BENCH_SRC) $(DEMO_SRC))
+-include $(ALL_OBJ:.o=.d) $(FAULT_OBJ:.o=.d) \
+	 $(patsubst %.c,$(O)/%.d,$(TEST_SRC) $(BENCH_SRC) $(DEMO_SRC))
 
 # ---- run, test, verify ---------------------------------------------------------------------
 DEPS_PKGS = build-essential pkg-config libseccomp-dev libev-dev liburcu-dev libprotobuf-c-dev \
