@@ -221,7 +221,7 @@ static void json_client(struct jw *w, const Semvisor__Client *c)
 	jw_begin(w, NULL);
 	jw_str(w, "name", c->name);
 	jw_str(w, "namespace", c->ns);
-	jw_bool(w, "cred_traps", c->cred_traps);
+	jw_bool(w, "ns_traps", c->ns_traps);
 	jw_u64(w, "calls", c->calls);
 	jw_u64(w, "parked", c->parked);
 	jw_end(w);
@@ -243,12 +243,12 @@ static void json_stats_body(struct jw *w, const Semvisor__Stats *s)
 
 	jw_begin(w, "calls");
 	jw_u64(w, "total",
-	       c->semget + c->semop + c->semtimedop + c->semctl + c->cred_changes + c->other);
+	       c->semget + c->semop + c->semtimedop + c->semctl + c->ns_changes + c->other);
 	jw_u64(w, "semget", c->semget);
 	jw_u64(w, "semop", c->semop);
 	jw_u64(w, "semtimedop", c->semtimedop);
 	jw_u64(w, "semctl", c->semctl);
-	jw_u64(w, "cred_changes", c->cred_changes);
+	jw_u64(w, "ns_changes", c->ns_changes);
 	jw_u64(w, "other", c->other);
 	jw_end(w);
 
@@ -291,6 +291,7 @@ static void json_stats_body(struct jw *w, const Semvisor__Stats *s)
 	jw_u64(w, "gone", s->listeners_gone);
 	jw_end(w);
 	jw_u64(w, "processes_exited", s->processes_exited);
+	jw_u64(w, "namespaces_ended", s->namespaces_ended);
 
 	if (l) {
 		jw_begin(w, "lock");

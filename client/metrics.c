@@ -198,7 +198,7 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 	sample1(f, "semvisor_calls_total", "syscall", "semop", c->semop);
 	sample1(f, "semvisor_calls_total", "syscall", "semtimedop", c->semtimedop);
 	sample1(f, "semvisor_calls_total", "syscall", "semctl", c->semctl);
-	sample1(f, "semvisor_calls_total", "syscall", "cred_change", c->cred_changes);
+	sample1(f, "semvisor_calls_total", "syscall", "ns_change", c->ns_changes);
 	sample1(f, "semvisor_calls_total", "syscall", "other", c->other);
 
 	family(f, "semvisor_semctl_commands_total", "counter", "semctl calls, by command.");
@@ -238,6 +238,9 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 	counter(f, "semvisor_clients_gone_total", "Clients that went away.", s->listeners_gone);
 	counter(f, "semvisor_processes_exited_total",
 		"Confined processes whose exit was handled (SEM_UNDO).", s->processes_exited);
+	counter(f, "semvisor_namespaces_ended_total",
+		"IPC namespaces found gone in the kernel, their sets with them.",
+		s->namespaces_ended);
 
 	/* only the adaptive mutex keeps these: with another lock they would be zeros that lie */
 	if (l && !strcmp(l->kind, "amutex")) {

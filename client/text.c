@@ -135,8 +135,7 @@ static void hist_line(FILE *f, const char *what, const Semvisor__Histogram *h)
 
 static uint64_t calls_total(const Semvisor__CallCounts *c)
 {
-	return c ? c->semget + c->semop + c->semtimedop + c->semctl + c->cred_changes + c->other
-		 : 0;
+	return c ? c->semget + c->semop + c->semtimedop + c->semctl + c->ns_changes + c->other : 0;
 }
 
 void text_stats(FILE *f, const Semvisor__Stats *s)
@@ -151,10 +150,10 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 		fmt_dur_ms(s->since_reset_ms, b, sizeof(b)));
 	fprintf(f,
 		"%-13s %llu: semget %llu, semop %llu, semtimedop %llu, semctl %llu, "
-		"credential changes %llu, other %llu\n",
+		"namespace changes %llu, other %llu\n",
 		"calls", (unsigned long long)calls_total(c), (unsigned long long)c->semget,
 		(unsigned long long)c->semop, (unsigned long long)c->semtimedop,
-		(unsigned long long)c->semctl, (unsigned long long)c->cred_changes,
+		(unsigned long long)c->semctl, (unsigned long long)c->ns_changes,
 		(unsigned long long)c->other);
 	fprintf(f, "%-13s", "semctl");
 	for (size_t i = 0; i < s->n_semctl_commands; i++)
@@ -177,9 +176,12 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 	    (unsigned long long)s->stale);
 	hist_line(f, "service time", s->service);
 	hist_line(f, "wait time", s->wait);
-	fprintf(f, "%-13s %u now (%llu added, %llu gone); %llu processes exited\n", "clients",
-		s->listeners, (unsigned long long)s->listeners_added,
-		(unsigned long long)s->listeners_gone, (unsigned long long)s->processes_exited);
+	fprintf(f,
+		"%-13s %u now (%llu added, %llu gone); %llu processes exited; %llu namespaces "
+		"ended\n",
+		"clients", s->listeners, (unsigned long long)s->listeners_added,
+		(unsigned long long)s->listeners_gone, (unsigned long long)s->processes_exited,
+		(unsigned long long)s->namespaces_ended);
 	if (l && !strcmp(l->kind, "amutex"))
 		fprintf(f,
 			"%-13s %s: %llu acquired (%llu free, %llu spun, %llu slept); %llu sleeps, "
@@ -280,10 +282,10 @@ void text_clients(FILE *f, Semvisor__Client *const *c, size_t n)
 	char name[128], ns[128];
 
 	fprintf(f, "%-32s %-24s %12s %7s %s\n", "CLIENT", "NAMESPACE", "CALLS", "PARKED",
-		"CRED-TRAPS");
+		"NS-TRAPS");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%-32s %-24s %12llu %7u %s\n", safe(c[i]->name, name, sizeof(name)),
 			*c[i]->ns ? safe(c[i]->ns, ns, sizeof(ns)) : "(per IPC namespace)",
 			(unsigned long long)c[i]->calls, c[i]->parked,
-			c[i]->cred_traps ? "yes" : "no");
+			c[i]->ns_traps ? "yes" : "no");
 }

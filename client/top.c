@@ -95,8 +95,7 @@ static uint64_t error_count(const Semvisor__Stats *s, uint32_t code)
 
 static uint64_t calls_sum(const Semvisor__CallCounts *c)
 {
-	return c ? c->semget + c->semop + c->semtimedop + c->semctl + c->cred_changes + c->other
-		 : 0;
+	return c ? c->semget + c->semop + c->semtimedop + c->semctl + c->ns_changes + c->other : 0;
 }
 
 static void hist_row(FILE *f, const char *what, const Semvisor__Histogram *h,
@@ -176,7 +175,7 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 		"calls", (unsigned long long)calls_sum(c), rs(calls_sum(c), calls_sum(pc), dt),
 		rs(c->semop, pc->semop, dt), rs(c->semtimedop, pc->semtimedop, dt),
 		rs(c->semget, pc->semget, dt), rs(c->semctl, pc->semctl, dt),
-		rs(c->other + c->cred_changes, pc->other + pc->cred_changes, dt));
+		rs(c->other + c->ns_changes, pc->other + pc->ns_changes, dt));
 	fprintf(f,
 		"%-10s %10llu %10s  woken %s, timed out %s, interrupted %s, "
 		"rolled back %s\n",

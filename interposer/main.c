@@ -252,7 +252,7 @@ static void supervise(const struct options *o, int handoff, int ctl)
 		.trace = o->verbose ? stderr : NULL,
 		.exit_when_idle = true,
 	};
-	struct nt_listener_opts lopts = { .name = "semvisor-run", .cred_traps = true };
+	struct nt_listener_opts lopts = { .name = "semvisor-run", .ns_traps = true };
 	struct ho_info info;
 	struct ctl_server *control = NULL;
 	char err[256];
@@ -359,7 +359,7 @@ static void become_program(const struct options *o, int handoff, int errfd)
     __attribute__((noreturn));
 static void become_program(const struct options *o, int handoff, int errfd)
 {
-	struct filter_opts fopts = { .trap_cred_changes = true };
+	struct filter_opts fopts = { .trap_ns_changes = true };
 	struct ho_info info = { .pid = getpid() };
 	struct pollfd pfd;
 	char err[512], ok = 0;
@@ -369,7 +369,7 @@ static void become_program(const struct options *o, int handoff, int errfd)
 		handoff = connect_agent(o->daemon, err, sizeof(err));
 		if (handoff < 0)
 			report(errfd, EXIT_SELF, 0, err);
-		snprintf(info.metadata, sizeof(info.metadata), "semvisor-run cred-traps");
+		snprintf(info.metadata, sizeof(info.metadata), "semvisor-run ns-traps");
 	}
 	snprintf(info.id, sizeof(info.id), "semvisor-run-%d", (int)getpid());
 

@@ -34,7 +34,7 @@
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
 {
-	return "leak:nt_super_new\nleak:worker_main\nleak:receiver_main\nleak:nt_ns_named\n";
+	return "leak:nt_super_new\nleak:worker_main\nleak:receiver_main\nleak:nsreg_named\n";
 }
 
 TestSuite(receiver, .timeout = 60);

@@ -47,7 +47,7 @@ TestSuite(live, .timeout = 60, .fini = live_cleanup);
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
 {
-	return "leak:nt_super_new\nleak:worker_main\nleak:nt_ns_named\n";
+	return "leak:nt_super_new\nleak:worker_main\nleak:nsreg_named\n";
 }
 
 #define KEY1   0x5e1001
@@ -498,7 +498,7 @@ Test(live, counters_move_by_exactly_the_calls_made)
 	cr_expect_eq(s->calls->semop, 2);
 	cr_expect_eq(s->calls->semtimedop, 1);
 	cr_expect_eq(s->calls->semctl, 3);
-	cr_expect_eq(s->calls->cred_changes, 0);
+	cr_expect_eq(s->calls->ns_changes, 0);
 	cr_expect_eq(s->calls->other, 0);
 	cr_expect_eq(s->n_semctl_commands, 2, "SETVAL and GETVAL only");
 	cr_expect_eq(cmd_count(s, SETVAL), 2);
@@ -922,7 +922,7 @@ static void expect_error_then_eof(int fd, int status)
 	char c;
 
 	cr_assert_not_null(r, "an error reply comes first");
-	cr_expect_eq(r->status, status, "status %d (%s)", r->status, r->message);
+	cr_expect_eq((int)r->status, (int)status, "status %d (%s)", r->status, r->message);
 	cr_expect_eq(r->id, 0);
 	ctl_reply_free(r);
 	cr_expect_eq(read(fd, &c, 1), 0, "then the connection is closed");
@@ -1465,7 +1465,7 @@ static void run_prog(bool nobody, const char *in, const char *const *argv)
 }
 
 /* semvisorctl --socket PATH ARGS... */
-static void ctl(bool nobody, ...)
+static void ctl(int nobody, ...)
 {
 	const char *argv[16] = { "semvisorctl", "--socket", L.path };
 	int n = 3;

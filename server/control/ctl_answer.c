@@ -186,7 +186,7 @@ static int ns_collect(const char *name, struct sv_ns *ns, void *arg)
 
 static void ns_list_put(struct ns_list *l)
 {
-	/* the supervisor keeps its own reference for its whole life: ours is never the last */
+	/* a namespace that ended meanwhile goes with our reference */
 	for (int i = 0; i < l->n; i++)
 		sv_ns_put(l->v[i].ns);
 	free(l->v);
@@ -332,7 +332,7 @@ static int client_collect(const struct nt_client_info *ci, void *arg)
 	semvisor__client__init(m);
 	m->name = ctl_xstrdup(cc->a, ci->name);
 	m->ns = ctl_xstrdup(cc->a, ci->ns);
-	m->cred_traps = ci->cred_traps;
+	m->ns_traps = ci->ns_traps;
 	m->calls = ci->calls;
 	m->parked = ci->parked > 0 ? (uint32_t)ci->parked : 0;
 	pv_push(&cc->pv, m);
@@ -370,7 +370,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	c->semop = st.calls[NT_SEMOP];
 	c->semtimedop = st.calls[NT_SEMTIMEDOP];
 	c->semctl = st.calls[NT_SEMCTL];
-	c->cred_changes = st.calls[NT_CRED_CHANGE];
+	c->ns_changes = st.calls[NT_NS_CHANGE];
 	c->other = st.calls[NT_OTHER];
 	s->calls = c;
 
@@ -430,6 +430,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->listeners_added = st.listeners_added;
 	s->listeners_gone = st.listeners_gone;
 	s->processes_exited = st.processes_exited;
+	s->namespaces_ended = st.namespaces_ended;
 	s->lock = lock_msg(cx, a);
 	namespaces_into(cx, a, s);
 	if (with_clients)
@@ -684,8 +685,10 @@ static void answer_set_limits(struct ctl_ctx *cx, const struct ctl_peer *peer,
 	if (*rq->ns) {
 		struct sv_ns *ns = nt_super_find_ns(cx->super, rq->ns);
 
-		if (ns)
+		if (ns) {
 			sv_ns_limits(ns, &lim);
+			sv_ns_put(ns);
+		}
 	}
 	reply->body_case = SEMVISOR__REPLY__BODY_LIMITS;
 	reply->limits = limits_msg(a, rq->ns, &lim);

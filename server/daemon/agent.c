@@ -6,11 +6,14 @@
  * Each accepted connection is received on its own short-lived thread (at most AGENT_INFLIGHT at
  * once, each bounded by AGENT_TIMEOUT_MS), so a client that connects and says nothing, or says
  * something malformed, costs a thread for a few seconds and never stalls the others. What a
- * client may ask for in its metadata depends on who it is (SO_PEERCRED):
- *  - "cred-traps" (its filter traps credential changes, so cached credentials stay exact) and
- *  - "ns=NAME" (serve it from a named namespace shared with other clients naming it)
- * are honoured from root only: from anyone else they could keep stale privileges or join
- * another tenant's semaphores.
+ * client may ask for in its metadata:
+ *  - "ns-traps": its filter traps unshare and setns (filter.h), so the namespaces of its
+ *    threads may be kept between calls. Honoured from anyone: nobody can check what a
+ *    filter traps, and a false claim costs the claimant correctness, never anyone privilege
+ *    (ident.h: credentials are read on every call, capabilities with a fresh user namespace);
+ *  - "ns=NAME": serve it from a named namespace shared with other clients naming it.
+ *    Honoured from root only (SO_PEERCRED): from anyone else it could join another tenant's
+ *    semaphores.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -82,12 +85,11 @@ static void *receive(void *arg)
 	else
 		snprintf(name, sizeof(name), "pid %d", (int)info.pid);
 	lo.name = name;
+	lo.ns_traps = meta_get(info.metadata, "ns-traps", NULL, 0);
 	if (c->peer.uid == 0) {
-		lo.cred_traps = meta_get(info.metadata, "cred-traps", NULL, 0);
 		if (meta_get(info.metadata, "ns", nsname, sizeof(nsname)) && nsname[0])
 			lo.ns_name = nsname;
 	} else if (meta_get(info.metadata, "ns", NULL, 0)) {
-		/* (a cred-traps claim from others is common and harmless to ignore silently) */
 		dlog(d, "agent: %s: ns= from uid %d ignored (only root may choose a namespace)",
 		     name, (int)c->peer.uid);
 	}
@@ -106,7 +108,7 @@ static void *receive(void *arg)
 		goto out;
 	}
 	dlog(d, "agent: serving %s%s%s%s", name, lo.ns_name ? " in namespace " : "",
-	     lo.ns_name ? lo.ns_name : "", lo.cred_traps ? " (credential changes trapped)" : "");
+	     lo.ns_name ? lo.ns_name : "", lo.ns_traps ? " (namespace changes trapped)" : "");
 	/* runc does not wait for this; semvisor-run --daemon does, before it execs */
 	send(c->fd, &ok, 1, MSG_NOSIGNAL);
 out:

@@ -94,8 +94,9 @@ static void usage(FILE *f)
 		"calls then fail with ENOSYS).\n"
 		"\n"
 		"A client's metadata (OCI listenerMetadata) may say 'ns=NAME' to be served from a\n"
-		"named namespace shared with other clients naming it, and 'cred-traps' when its\n"
-		"filter traps credential changes; both are honoured from root only.\n"
+		"named namespace shared with other clients naming it (honoured from root only),\n"
+		"and 'ns-traps' when its filter traps unshare and setns, which lets the daemon\n"
+		"keep its threads' namespaces between calls instead of reading them each time.\n"
 		"\n"
 		"Exit status: 0 after SIGTERM or --check; 1 on a configuration or setup error.\n");
 }
@@ -387,7 +388,6 @@ int main(int argc, char **argv)
 	nc.nworkers = d->cfg.workers;
 	nc.limits = d->cfg.have_limits ? &d->cfg.limits : NULL;
 	nc.trace = d->cfg.trace ? stderr : NULL;
-	nc.end_namespaces = true;
 	d->super = nt_super_new(&nc, err, sizeof(err));
 	if (!d->super) {
 		dlog(d, "%s", err);

@@ -1,37 +1,44 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Building the filter (filter.h) with libseccomp, one context per system-call table, merged.
+ *
+ * Each table gets rules of its own because libseccomp, given a rule for a multi-architecture
+ * context, translates it to every architecture by name and, on i386, turns each semaphore call
+ * into an ipc(2) rule that compares the call number exactly; the kernel ignores the number's
+ * upper 16 bits (a version), so such a rule lets SEMGET | 1 << 16 through. Here i386 gets
+ * explicit ipc(2) rules on the low 16 bits, and tests/33-notify-filter runs the finished program
+ * over every number of every table to check the result against the kernel's own tables.
+ */
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <linux/capability.h>
 #include <unistd.h>
 
 #include "notify/filter.h"
 
-static const int sem_calls[] = { SCMP_SYS(semget), SCMP_SYS(semop), SCMP_SYS(semtimedop),
-				 SCMP_SYS(semctl) };
+#ifndef __X32_SYSCALL_BIT
+#define __X32_SYSCALL_BIT 0x40000000
+#endif
 
-static const int cred_calls[] = {
-	SCMP_SYS(setuid),    SCMP_SYS(setgid),	  SCMP_SYS(setreuid), SCMP_SYS(setregid),
-	SCMP_SYS(setresuid), SCMP_SYS(setresgid), SCMP_SYS(setfsuid), SCMP_SYS(setfsgid),
-	SCMP_SYS(setgroups), SCMP_SYS(capset),	  SCMP_SYS(execve),   SCMP_SYS(execveat),
-	SCMP_SYS(unshare),   SCMP_SYS(setns),
-};
+/* ipc(2) call numbers (the kernel's include/uapi/linux/ipc.h) */
+#define IPCCALL_SEMOP	   1
+#define IPCCALL_SEMGET	   2
+#define IPCCALL_SEMCTL	   3
+#define IPCCALL_SEMTIMEDOP 4
 
-bool filter_is_cred_change(int nr)
-{
-	for (size_t i = 0; i < sizeof(cred_calls) / sizeof(cred_calls[0]); i++)
-		if (cred_calls[i] == nr)
-			return true;
-	return false;
-}
+/* the unshare flags that change what SysV semaphores a thread sees, or its undo list */
+#define NNS_BITS 2
+static const scmp_datum_t unshare_bits[NNS_BITS] = { CLONE_NEWIPC, CLONE_SYSVSEM };
 
 /* CAP_SYS_ADMIN lets us install a filter without no_new_privs, so setuid programs still work. */
 static bool have_sys_admin(void)
@@ -45,40 +52,172 @@ static bool have_sys_admin(void)
 }
 
 /*
- * The i386 half: semaphore calls fail with ENOSYS rather than reach the kernel's semaphores.
- * Given the native names, libseccomp adds both the direct calls (semget 393, semctl 394) and
- * ipc(2) with the matching call number; it compares that number exactly, while the kernel
- * ignores its upper 16 bits (a version), so the masked ipc rules close that way around.
+ * unshare and setns in the forms that change an IPC namespace or detach the SysV undo list
+ * (CLONE_NEWIPC implies CLONE_SYSVSEM). setns's nstype is an int: only its low 32 bits count,
+ * as for the kernel; 0 means "whatever namespace fd is", so it is trapped too.
  */
-static int build_i386(scmp_filter_ctx *out)
+static int add_ns_rules(scmp_filter_ctx ctx)
+{
+	int rc;
+
+	for (int i = 0; i < NNS_BITS; i++) {
+		rc =
+		    seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, unshare_bits[i], unshare_bits[i]));
+		if (rc)
+			return rc;
+	}
+	rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(setns), 1,
+			      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, 0));
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(setns), 1,
+				      SCMP_A1(SCMP_CMP_MASKED_EQ, CLONE_NEWIPC, CLONE_NEWIPC));
+	return rc;
+}
+
+/* A context for one table only, with the attributes every context to be merged must share. */
+static int table_ctx(uint32_t arch, scmp_filter_ctx *out)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	const uint32_t nosys = SCMP_ACT_ERRNO(ENOSYS);
-	int ipc, t64, rc;
+	int rc;
 
 	if (!ctx)
 		return -ENOMEM;
-	if ((rc = seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE)) ||
-	    (rc = seccomp_arch_add(ctx, SCMP_ARCH_X86)))
-		goto fail;
-	for (size_t i = 0; i < sizeof(sem_calls) / sizeof(sem_calls[0]); i++)
-		if ((rc = seccomp_rule_add(ctx, nosys, sem_calls[i], 0)))
-			goto fail;
-	t64 = seccomp_syscall_resolve_name("semtimedop_time64");
-	if (t64 >= 0 && (rc = seccomp_rule_add(ctx, nosys, t64, 0)))
-		goto fail;
-	ipc = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "ipc");
-	for (int call = 1; call <= 4 && ipc >= 0; call++) {
-		rc = seccomp_rule_add_exact(
-		    ctx, nosys, ipc, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffff, (scmp_datum_t)call));
-		if (rc && rc != -EEXIST)
-			goto fail;
+	/* Raw errnos from the kernel, not libseccomp's -ECANCELED: EBUSY must be told apart. */
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
+	/*
+	 * A table not in the filter (x32 on a kernel without it) gets ENOSYS, as natively:
+	 * libseccomp's default would kill the process.
+	 */
+	if (!rc)
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS));
+	if (!rc && arch != SCMP_ARCH_NATIVE && (rc = seccomp_arch_add(ctx, arch)) == 0)
+		rc = seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE);
+	if (rc) {
+		seccomp_release(ctx);
+		return rc;
 	}
 	*out = ctx;
 	return 0;
-fail:
-	seccomp_release(ctx);
+}
+
+/* x86_64 or x32: the semaphore calls are served; x32 shares x86_64's entry points and layouts. */
+static int build_64(uint32_t arch, const struct filter_opts *o, scmp_filter_ctx *out)
+{
+	static const int sem_calls[] = { SCMP_SYS(semget), SCMP_SYS(semop), SCMP_SYS(semtimedop),
+					 SCMP_SYS(semctl) };
+	scmp_filter_ctx ctx;
+	int rc = table_ctx(arch, &ctx);
+
+	for (size_t i = 0; !rc && i < sizeof(sem_calls) / sizeof(sem_calls[0]); i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, sem_calls[i], 0);
+	if (!rc && o->trap_ns_changes)
+		rc = add_ns_rules(ctx);
+	if (rc && ctx)
+		seccomp_release(ctx);
+	if (!rc)
+		*out = ctx;
 	return rc;
+}
+
+/* i386: every semaphore entry point fails closed until 32-bit programs are served. */
+static int build_i386(const struct filter_opts *o, scmp_filter_ctx *out)
+{
+	const uint32_t nosys = SCMP_ACT_ERRNO(ENOSYS);
+	scmp_filter_ctx ctx;
+	int rc = table_ctx(SCMP_ARCH_X86, &ctx);
+
+	if (!rc)
+		rc = seccomp_rule_add(ctx, nosys, SCMP_SYS(semget), 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, nosys, SCMP_SYS(semctl), 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, nosys, SCMP_SYS(semtimedop_time64), 0);
+	for (int call = IPCCALL_SEMOP; !rc && call <= IPCCALL_SEMTIMEDOP; call++) {
+		rc = seccomp_rule_add(ctx, nosys, SCMP_SYS(ipc), 1,
+				      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffff, (scmp_datum_t)call));
+		if (rc == -EEXIST)
+			rc = 0;
+	}
+	if (!rc && o->trap_ns_changes)
+		rc = add_ns_rules(ctx);
+	if (rc && ctx)
+		seccomp_release(ctx);
+	if (!rc)
+		*out = ctx;
+	return rc;
+}
+
+bool filter_kernel_has_x32(void)
+{
+	return syscall(__X32_SYSCALL_BIT + SYS_getpid) >= 0;
+}
+
+static int build(const struct filter_opts *o, scmp_filter_ctx *out)
+{
+	scmp_filter_ctx ctx, x32 = NULL, i386 = NULL;
+	int rc = build_64(SCMP_ARCH_NATIVE, o, &ctx);
+
+	if (rc)
+		return rc;
+	/* Without x32 in the kernel its calls fail with ENOSYS before they reach anything. */
+	if (filter_kernel_has_x32()) {
+		if ((rc = build_64(SCMP_ARCH_X32, o, &x32)) || (rc = seccomp_merge(ctx, x32)))
+			goto fail;
+		x32 = NULL; /* merged into ctx */
+	}
+	if ((rc = build_i386(o, &i386)) || (rc = seccomp_merge(ctx, i386)))
+		goto fail;
+	*out = ctx;
+	return 0;
+fail:
+	if (x32)
+		seccomp_release(x32);
+	if (i386)
+		seccomp_release(i386);
+	seccomp_release(ctx);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+static int export(scmp_filter_ctx ctx, struct sock_filter **prog)
+{
+	struct stat sb;
+	void *bpf;
+	int mfd, err;
+
+	mfd = memfd_create("semvisor-filter", MFD_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	err = seccomp_export_bpf(ctx, mfd);
+	if (!err &&
+	    (fstat(mfd, &sb) || sb.st_size <= 0 || sb.st_size % (off_t)sizeof(struct sock_filter) ||
+	     sb.st_size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter))))
+		err = -EINVAL;
+	bpf = err ? NULL : malloc((size_t)sb.st_size);
+	if (!err && (!bpf || pread(mfd, bpf, (size_t)sb.st_size, 0) != sb.st_size))
+		err = -EIO;
+	close(mfd);
+	if (err) {
+		free(bpf);
+		return err;
+	}
+	*prog = bpf;
+	return (int)(sb.st_size / (off_t)sizeof(struct sock_filter));
+}
+
+int filter_export(const struct filter_opts *opts, void **prog)
+{
+	scmp_filter_ctx ctx;
+	struct sock_filter *p;
+	int n = build(opts, &ctx);
+
+	if (n)
+		return n;
+	n = export(ctx, &p);
+	seccomp_release(ctx);
+	if (n > 0)
+		*prog = p;
+	return n;
 }
 
 /*
@@ -88,68 +227,37 @@ fail:
  */
 static int load(scmp_filter_ctx ctx, bool nnp)
 {
-	struct sock_fprog prog;
-	struct stat sb;
-	void *bpf;
-	int mfd, fd, err;
+	struct sock_fprog fprog;
+	struct sock_filter *bpf;
+	int n = export(ctx, &bpf), fd, err;
 
-	mfd = memfd_create("semvisor-filter", MFD_CLOEXEC);
-	if (mfd < 0)
-		return -errno;
-	err = seccomp_export_bpf(ctx, mfd);
-	if (err || fstat(mfd, &sb) || sb.st_size <= 0 || sb.st_size % sizeof(struct sock_filter)) {
-		close(mfd);
-		return err ? err : -EINVAL;
-	}
-	bpf = malloc((size_t)sb.st_size);
-	if (!bpf || pread(mfd, bpf, (size_t)sb.st_size, 0) != sb.st_size) {
-		free(bpf);
-		close(mfd);
-		return -EIO;
-	}
-	close(mfd);
-	prog.len = (unsigned short)(sb.st_size / (off_t)sizeof(struct sock_filter));
-	prog.filter = bpf;
+	if (n < 0)
+		return n;
+	fprog.len = (unsigned short)n;
+	fprog.filter = bpf;
 	if (nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		err = errno;
 		free(bpf);
-		return -errno;
+		return -err;
 	}
 	fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-			  &prog);
+			  &fprog);
 	err = errno;
 	free(bpf);
-	if (fd < 0)
-		return -err;
 	/* the kernel sets close-on-exec on the listener itself */
-	return fd;
+	return fd < 0 ? -err : fd;
 }
 
 int filter_install(const struct filter_opts *opts, char *err, size_t errlen)
 {
-	scmp_filter_ctx ctx, i386 = NULL;
+	scmp_filter_ctx ctx;
 	int rc, fd;
 
-	ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx) {
-		snprintf(err, errlen, "out of memory building the seccomp filter");
-		return -ENOMEM;
+	rc = build(opts, &ctx);
+	if (rc) {
+		snprintf(err, errlen, "building the seccomp filter: %s", strerror(-rc));
+		return rc;
 	}
-	/* Raw errnos from the kernel, not libseccomp's -ECANCELED: EBUSY must be told apart. */
-	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1)))
-		goto fail_build;
-	if ((rc = seccomp_arch_add(ctx, SCMP_ARCH_X32)) && rc != -EEXIST)
-		goto fail_build;
-	for (size_t i = 0; i < sizeof(sem_calls) / sizeof(sem_calls[0]); i++)
-		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, sem_calls[i], 0)))
-			goto fail_build;
-	if (opts->trap_cred_changes)
-		for (size_t i = 0; i < sizeof(cred_calls) / sizeof(cred_calls[0]); i++)
-			if ((rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, cred_calls[i], 0)))
-				goto fail_build;
-	if ((rc = build_i386(&i386)) || (rc = seccomp_merge(ctx, i386)))
-		goto fail_build;
-	i386 = NULL; /* merged into ctx */
-
 	fd = load(ctx, opts->force_nnp || !have_sys_admin());
 	seccomp_release(ctx);
 	if (fd >= 0)
@@ -178,11 +286,4 @@ int filter_install(const struct filter_opts *opts, char *err, size_t errlen)
 		snprintf(err, errlen, "loading the seccomp filter: %s", strerror(-fd));
 	}
 	return fd;
-
-fail_build:
-	if (i386)
-		seccomp_release(i386);
-	seccomp_release(ctx);
-	snprintf(err, errlen, "building the seccomp filter: %s", strerror(rc < 0 ? -rc : rc));
-	return rc < 0 ? rc : -EINVAL;
 }

@@ -2,13 +2,29 @@
 /*
  * The seccomp filter semvisor installs in the programs it serves.
  *
- * Trapped (SCMP_ACT_NOTIFY), native x86_64 and x32: semget, semop, semtimedop, semctl; and, when
- * asked (trap_cred_changes), every call that can change what the supervisor caches about a thread:
- * set*id, setgroups, capset, execve/execveat, unshare, setns. The supervisor lets those run
- * (SECCOMP_USER_NOTIF_FLAG_CONTINUE) after dropping its cached view.
- * i386: the semaphore calls (ipc(2) SEMOP/SEMGET/SEMCTL/SEMTIMEDOP, semget, semctl,
- * semtimedop_time64) fail with ENOSYS, so they never reach the kernel's semaphores.
- * Everything else runs natively.
+ * On x86_64 a process reaches the kernel through three system-call tables, whatever it was
+ * built for: x86_64's (syscall), x32's (syscall with __X32_SYSCALL_BIT set in the number) and
+ * i386's (int $0x80, at AUDIT_ARCH_I386 with numbers and layouts of its own). The filter names
+ * each table's own numbers:
+ *
+ *   x86_64, x32   semget, semop, semtimedop, semctl            trapped (SCMP_ACT_NOTIFY), served
+ *                 (x32 only where the kernel has it: elsewhere its calls stay ENOSYS, as natively)
+ *   i386          ipc(2) SEMOP, SEMGET, SEMCTL, SEMTIMEDOP      ENOSYS, with any version in
+ *                 (call & 0xffff, as the kernel decodes it),    the call's upper 16 bits
+ *                 semget, semctl, semtimedop_time64             ENOSYS
+ *   all three     unshare with CLONE_NEWIPC or CLONE_SYSVSEM;   trapped when trap_ns_changes:
+ *                 setns with nstype 0 or one naming             the supervisor notes the change
+ *                 CLONE_NEWIPC                                  and lets the call run
+ *
+ * So no semaphore call of any ABI reaches the kernel's own semaphores. Nothing else is trapped:
+ * in particular no call that changes credentials (set*id, setgroups, capset, execve), because a
+ * trapped call is interruptible while the supervisor holds it, and these calls never fail with
+ * EINTR natively; the supervisor reads credentials afresh on every call instead (ident.h).
+ * unshare and setns are trapped in these forms alone because what they change (the IPC
+ * namespace, whose undo list they apply at once) cannot be read cheaply from outside (ident.h
+ * says what that costs), at the price of the same EINTR, in these rare forms only: a trapped
+ * call interrupted by a signal whose handler lacks SA_RESTART fails with EINTR, having done
+ * nothing. A user namespace is read whenever a call needs it, so changing one is not trapped.
  */
 #ifndef SV_FILTER_H
 #define SV_FILTER_H
@@ -17,7 +33,8 @@
 #include <stddef.h>
 
 struct filter_opts {
-	bool trap_cred_changes;
+	/* Trap unshare/setns as above, so the supervisor knows of namespace changes at once. */
+	bool trap_ns_changes;
 	/* Set no_new_privs even when privileged enough not to need it. */
 	bool force_nnp;
 };
@@ -30,7 +47,13 @@ struct filter_opts {
  */
 int filter_install(const struct filter_opts *opts, char *err, size_t errlen);
 
-/* Is this syscall number (native ABI) one that filter_install() traps to invalidate caches? */
-bool filter_is_cred_change(int nr);
+/* Does this kernel serve the x32 table (CONFIG_X86_X32_ABI)? */
+bool filter_kernel_has_x32(void);
+
+/*
+ * The classic BPF program filter_install() would load, in a buffer the caller frees: its
+ * length in instructions, or -errno. For tests that run it over every system-call number.
+ */
+int filter_export(const struct filter_opts *opts, void **prog);
 
 #endif

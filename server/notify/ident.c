@@ -1,46 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who is calling: thread and process records.
- *
- * Reading /proc/TID/status costs ~12 us on this kind of machine, longer than serving the call,
- * so credentials and namespaces are cached per thread. A stale credential is a security bug, so
- * the cache is dropped whenever they can change:
- *  - set*id, setgroups, capset, unshare, setns: the filter traps them (filter.h) and serve.c
- *    invalidates the calling thread before letting the call run;
- *  - execve: every thread of the process is invalidated; after an exec by a non-leader thread
- *    (which takes over the leader's tid) the process's credentials are never cached again;
- *  - thread exit, and so tid reuse: a PIDFD_THREAD pidfd per thread reports the exit and the
- *    record goes (a new thread with the same tid then gets a new record). The residue: a thread
- *    that exits and whose tid a new thread receives before a worker has handled the exit event
- *    (the pid space must wrap in between) would be served with the old record for that call.
- *  - listeners whose filter does not trap credential changes (an OCI runtime's filter) are
- *    served with credentials re-read on every call.
+ * Who is calling: thread and process records, and each call's identity. The rule every fact
+ * here follows, and why credentials are read on every call, are in ident.h.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/nsfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lock/xpthread.h"
+#include "notify/ident.h"
 #include "notify/notify_int.h"
-
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
+#include "util/fault.h"
 
 #define CAP_SYS_ADMIN_BIT 21
 #define CAP_IPC_OWNER_BIT 15
+#define OVERFLOW_ID	  65534 /* /proc/sys/kernel/overflowuid: what an unmapped id shows */
 #define GHOSTS		  4096
 
 /*
  * Exited processes' pid numbers, for GETPID of semaphores they changed last: the kernel keeps a
- * reference on the struct pid and still reports the number. A ring of the latest exits.
+ * reference on the struct pid and still reports the number. A ring of the latest exits, with
+ * their pid namespaces by id, which no later namespace takes.
  */
 static struct ghost {
 	int32_t tgid;
@@ -50,6 +34,11 @@ static struct ghost {
 } ghosts[GHOSTS];
 static unsigned int ghost_next;
 static pthread_mutex_t ghost_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool ident_keeps(const struct nt_super *s)
+{
+	return s->feat.pidfd_info && s->feat.pidfd_thread && s->feat.pidfd_ns;
+}
 
 static unsigned long hash_id(int32_t id)
 {
@@ -78,56 +67,53 @@ static bool ref_get_not_zero(atomic_int *ref)
 	return false;
 }
 
+static bool same_creds(const struct tgt_creds *a, const struct tgt_creds *b)
+{
+	return !memcmp(a->uid, b->uid, sizeof(a->uid)) && !memcmp(a->gid, b->gid, sizeof(a->gid));
+}
+
 /* ---- processes ---- */
 
 static void process_free_rcu(struct rcu_head *head)
 {
 	struct nt_process *p = caa_container_of(head, struct nt_process, rcu);
 
-	pthread_mutex_destroy(&p->lock);
-	if (p->mem_fd >= 0)
-		close(p->mem_fd);
+	xmutex_destroy(&p->lock);
 	free(p);
 }
 
-void nt_process_put(struct nt_process *p)
+void ident_process_put(struct nt_process *p)
 {
 	if (atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) != 1)
 		return;
-	if (p->svp) {
-		/* exit already ran (or the process was never seen to exit: apply now) */
-		sv_proc_put(p->svp);
-	}
+	if (p->svp)
+		sv_proc_put(p->svp); /* its exit ran (or it was never seen to exit) */
+	if (p->svp_ns)
+		nt_ns_put(p->svp_ns);
 	if (p->src.fd >= 0)
 		close(p->src.fd);
 	call_rcu(&p->rcu, process_free_rcu);
 }
 
-/* The pid namespaces of a thread group, from its own down to ours, for GETPID translation. */
-static void process_pid_chain(struct nt_process *p)
+/*
+ * The pid namespaces of a thread group, from its own down to ours, for GETPID: its numbers
+ * from /proc/TGID/status (by number), the namespaces through its pidfd. Proven below.
+ */
+static void process_pid_chain(struct nt_super *s, struct nt_process *p)
 {
 	struct tgt_status st;
-	char path[64];
 	int fd;
 
-	if (tgt_read_status(p->tgid, &st) || st.nspid_levels < 1)
+	if (tgt_read_status(p->tgid, &st))
 		return;
-	p->levels = st.nspid_levels;
-	memcpy(p->nspid, st.nspid, sizeof(p->nspid));
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)p->tgid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	for (int level = p->levels - 1; level >= 0 && fd >= 0; level--) {
-		struct stat sb;
-		int up;
-
-		if (fstat(fd, &sb) == 0)
-			p->pidns[level] = (uint64_t)sb.st_ino;
-		up = level > 0 ? ioctl(fd, NS_GET_PARENT) : -1;
-		close(fd);
-		fd = up;
+	fd = tgt_ns_open(p->src.fd, p->tgid, TGT_NS_PID, s->feat.pidfd_ns);
+	if (fd < 0)
+		return;
+	if (tgt_pidns_chain(fd, s->feat.ns_id, st.nspid_levels, p->pidns) == 0) {
+		p->levels = st.nspid_levels;
+		memcpy(p->nspid, st.nspid, sizeof(p->nspid));
 	}
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 }
 
 static struct nt_process *process_find(struct nt_super *s, int32_t tgid)
@@ -155,7 +141,7 @@ static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err
 
 	if (p)
 		return p;
-	p = calloc(1, sizeof(*p));
+	p = sv_fault(SV_FAULT_ALLOC) ? NULL : calloc(1, sizeof(*p));
 	if (!p) {
 		*err = -ENOMEM;
 		return NULL;
@@ -163,20 +149,26 @@ static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err
 	p->super = s;
 	p->tgid = tgid;
 	p->refcount = 2; /* the table's and the caller's */
-	p->mem_fd = NT_MEM_UNOPENED;
 	CDS_INIT_LIST_HEAD(&p->threads);
 	cds_lfht_node_init(&p->node);
-	if (pthread_mutex_init(&p->lock, NULL))
-		abort();
-	/* A leader pidfd turns readable only once the whole thread group has exited. */
-	p->src = (struct nt_src){ SRC_PROCESS, (int)syscall(SYS_pidfd_open, tgid, 0) };
+	xmutex_init(&p->lock);
+	/* A thread-group pidfd turns readable only once the whole group has exited. */
+	p->src = (struct nt_src){ SRC_PROCESS, tgt_pidfd_open(tgid, false) };
 	if (p->src.fd < 0) {
-		*err = errno == EINVAL ? -ESRCH : -errno;
-		pthread_mutex_destroy(&p->lock);
+		*err = p->src.fd;
+		xmutex_destroy(&p->lock);
 		free(p);
 		return NULL;
 	}
-	process_pid_chain(p);
+	process_pid_chain(s, p);
+	/* What was read by number is this process's only if its pidfd still names it. */
+	if (tgt_alive(p->src.fd)) {
+		*err = -ESRCH;
+		close(p->src.fd);
+		xmutex_destroy(&p->lock);
+		free(p);
+		return NULL;
+	}
 
 	xlock(&s->tables_lock);
 	rcu_read_lock();
@@ -189,31 +181,49 @@ static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err
 			other = NULL;
 		xunlock(&s->tables_lock);
 		close(p->src.fd);
-		pthread_mutex_destroy(&p->lock);
+		xmutex_destroy(&p->lock);
 		free(p);
 		if (!other)
 			*err = -ESRCH;
 		return other;
 	}
 	xunlock(&s->tables_lock);
-	nt_watch_exit(s, &p->src);
+	/* Watched only once listed: an exit event always finds its record in the table. */
+	*err = nt_watch_exit(s, &p->src);
+	if (*err) {
+		bool removed;
+
+		xlock(&s->tables_lock);
+		rcu_read_lock();
+		removed = cds_lfht_del(s->procs, &p->node) == 0;
+		rcu_read_unlock();
+		xunlock(&s->tables_lock);
+		if (removed)
+			ident_process_put(p); /* the table's */
+		ident_process_put(p);
+		return NULL;
+	}
 	return p;
 }
 
-struct sv_proc *nt_process_svp(struct nt_thread *thr, struct sv_wakeq *wq)
+struct sv_proc *ident_svp(struct nt_ident *id, struct sv_wakeq *wq)
 {
-	struct nt_process *p = thr->proc;
+	struct nt_process *p = id->thr->proc;
 	struct sv_proc *svp, *old = NULL;
+	struct nt_ns *old_ns = NULL;
 
 	xlock(&p->lock);
-	if (!p->svp || p->svp_ns != thr->ns) {
+	if (!p->svp || p->svp_ns != id->ns) {
 		/*
 		 * The process moved to another IPC namespace (unshare, setns): as in the kernel,
 		 * its undo list is applied and it starts a new one.
 		 */
 		old = p->svp;
-		p->svp = sv_proc_new(thr->ns->ns, p->tgid);
-		p->svp_ns = thr->ns;
+		old_ns = p->svp_ns;
+		p->svp = sv_proc_new(id->ns->ns, p->tgid);
+		p->svp_ns = p->svp ? id->ns : NULL;
+		if (p->svp)
+			nt_ns_get(id->ns);
 	}
 	svp = p->svp;
 	if (svp)
@@ -223,47 +233,9 @@ struct sv_proc *nt_process_svp(struct nt_thread *thr, struct sv_wakeq *wq)
 		sv_proc_exit(old, wq);
 		sv_proc_put(old);
 	}
+	if (old_ns)
+		nt_ns_put(old_ns);
 	return svp;
-}
-
-void nt_process_invalidate_all(struct nt_process *p, bool volatile_creds)
-{
-	struct nt_thread *t;
-
-	/* The new image gets a new address space: /proc/TGID/mem would read the old one. */
-	atomic_store(&p->mem_retired, true);
-	xlock(&p->lock);
-	if (volatile_creds)
-		p->volatile_creds = true;
-	cds_list_for_each_entry(t, &p->threads, proc_node)
-		atomic_store_explicit(&t->valid, false, memory_order_relaxed);
-	xunlock(&p->lock);
-}
-
-int nt_process_mem_fd(struct nt_process *p)
-{
-	int fd = atomic_load_explicit(&p->mem_fd, memory_order_acquire);
-
-	if (atomic_load_explicit(&p->mem_retired, memory_order_acquire))
-		return -1;
-	if (fd == NT_MEM_UNOPENED) {
-		int mine = tgt_mem_open(p->tgid);
-
-		if (mine >= p->super->mem_fd_limit) {
-			close(mine);
-			mine = NT_MEM_NONE;
-		} else if (mine < 0) {
-			mine = NT_MEM_NONE;
-		}
-		/* Two readers may race to open it: one file wins, the other is closed unseen. */
-		if (!atomic_compare_exchange_strong(&p->mem_fd, &fd, mine)) {
-			if (mine >= 0)
-				close(mine);
-		} else {
-			fd = mine;
-		}
-	}
-	return fd >= 0 ? fd : -1;
 }
 
 /* ---- threads ---- */
@@ -272,21 +244,23 @@ static void thread_free_rcu(struct rcu_head *head)
 {
 	struct nt_thread *t = caa_container_of(head, struct nt_thread, rcu);
 
-	pthread_mutex_destroy(&t->lock);
+	xmutex_destroy(&t->lock);
 	free(t);
 }
 
-void nt_thread_put(struct nt_thread *thr)
+void ident_thread_put(struct nt_thread *thr)
 {
 	if (atomic_fetch_sub_explicit(&thr->refcount, 1, memory_order_acq_rel) != 1)
 		return;
 	if (thr->src.fd >= 0)
 		close(thr->src.fd);
-	nt_process_put(thr->proc);
+	if (thr->ns)
+		nt_ns_put(thr->ns);
+	ident_process_put(thr->proc);
 	call_rcu(&thr->rcu, thread_free_rcu);
 }
 
-struct nt_thread *nt_thread_find(struct nt_super *s, int32_t tid)
+struct nt_thread *ident_thread_find(struct nt_super *s, int32_t tid)
 {
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;
@@ -304,82 +278,59 @@ struct nt_thread *nt_thread_find(struct nt_super *s, int32_t tid)
 	return t;
 }
 
-void nt_thread_invalidate(struct nt_thread *thr)
+/* A record is watched (its own exit event) when it is a non-leader with a thread pidfd. */
+static bool watched(const struct nt_thread *t)
 {
-	atomic_store_explicit(&thr->valid, false, memory_order_relaxed);
+	return t->src.fd >= 0 && t->tid != t->proc->tgid;
 }
 
-static bool covers_ipc(pid_t tid, const struct tgt_ns *ns)
+struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 {
-	/* A capability counts in the user namespace owning the IPC namespace, or above it. */
-	return ns->user == ns->ipc_owner || tgt_userns_covers(tid, ns->user);
-}
-
-int nt_thread_refresh(struct nt_super *s, struct nt_thread *thr)
-{
-	struct tgt_status st;
-	struct tgt_ns ns;
-	int err;
-
-	if ((err = tgt_read_status(thr->tid, &st)) || (err = tgt_read_ns(thr->tid, &ns)))
-		return err;
-	thr->cred.euid = st.uid[1];
-	thr->cred.egid = st.gid[1];
-	thr->cred.fsgid = st.gid[3];
-	thr->cred.ngroups = st.ngroups;
-	memcpy(thr->groups, st.groups, (size_t)st.ngroups * sizeof(st.groups[0]));
-	thr->cred.groups = thr->groups;
-	if (st.cap_eff & ((1ull << CAP_IPC_OWNER_BIT) | (1ull << CAP_SYS_ADMIN_BIT))) {
-		bool covers = covers_ipc(thr->tid, &ns);
-
-		thr->cred.cap_ipc_owner = covers && (st.cap_eff >> CAP_IPC_OWNER_BIT & 1);
-		thr->cred.cap_sys_admin = covers && (st.cap_eff >> CAP_SYS_ADMIN_BIT & 1);
-	} else {
-		thr->cred.cap_ipc_owner = thr->cred.cap_sys_admin = false;
-	}
-	thr->pid_level = st.nspid_levels > 0 ? st.nspid_levels - 1 : 0;
-	thr->pidns = ns.pid;
-	thr->userns = ns.user == s->my_userns ? NULL : nt_userns_get(s, ns.user, thr->tid);
-	if (!thr->ns || thr->ns->ipc_inode != ns.ipc) {
-		/* a listener's fixed namespace is set at creation and never changes */
-		thr->ns = nt_ns_for_inode(s, ns.ipc, thr->tid);
-		if (!thr->ns)
-			return -ENOMEM;
-	}
-	atomic_store_explicit(&thr->valid, true, memory_order_relaxed);
-	return 0;
-}
-
-struct nt_thread *nt_thread_get(struct nt_super *s, int32_t tid, int *err)
-{
-	struct nt_thread *t = nt_thread_find(s, tid), *other;
+	struct nt_thread *t = ident_thread_find(s, tid), *other;
+	struct tgt_creds kc;
 	struct nt_process *p;
-	struct tgt_status st;
 	struct cds_lfht_node *node;
+	int fd = -1;
 
 	if (t)
 		return t;
-	if ((*err = tgt_read_status(tid, &st)))
+	if (tid <= 0) {
+		*err = -ESRCH; /* a caller outside our pid namespace: nobody we can read */
 		return NULL;
-	p = process_get(s, st.tgid, err);
+	}
+	/* Bind the record to the thread first; everything read by number is proven against it. */
+	if (s->feat.pidfd_thread) {
+		fd = tgt_pidfd_open(tid, true);
+		if (fd < 0) {
+			*err = fd;
+			return NULL;
+		}
+	}
+	if (fd >= 0 && s->feat.pidfd_info) {
+		*err = tgt_creds(fd, &kc);
+	} else {
+		struct tgt_status st;
+
+		*err = tgt_read_status(tid, &st);
+		kc = st.creds;
+	}
+	if (*err)
+		goto fail_fd;
+	p = process_get(s, kc.tgid, err);
 	if (!p)
-		return NULL;
-	t = calloc(1, sizeof(*t));
+		goto fail_fd;
+	t = sv_fault(SV_FAULT_ALLOC) ? NULL : calloc(1, sizeof(*t));
 	if (!t) {
-		nt_process_put(p);
+		ident_process_put(p);
 		*err = -ENOMEM;
-		return NULL;
+		goto fail_fd;
 	}
 	t->tid = tid;
 	t->proc = p;	 /* takes process_get()'s reference */
 	t->refcount = 2; /* the table's and the caller's */
-	t->src = (struct nt_src){ SRC_THREAD, -1 };
+	t->src = (struct nt_src){ SRC_THREAD, fd };
 	cds_lfht_node_init(&t->node);
-	if (pthread_mutex_init(&t->lock, NULL))
-		abort();
-	/* Non-leaders report their own exit; the leader's record goes with the process. */
-	if (tid != st.tgid)
-		t->src.fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	xmutex_init(&t->lock);
 
 	xlock(&s->tables_lock);
 	rcu_read_lock();
@@ -390,116 +341,145 @@ struct nt_thread *nt_thread_get(struct nt_super *s, int32_t tid, int *err)
 		if (!ref_get_not_zero(&other->refcount))
 			other = NULL;
 		xunlock(&s->tables_lock);
-		if (t->src.fd >= 0)
-			close(t->src.fd);
-		pthread_mutex_destroy(&t->lock);
-		free(t);
-		nt_process_put(p);
+		t->src.fd = -1;
+		ident_thread_put(t);
+		ident_thread_put(t);
 		if (!other)
 			*err = -ESRCH;
-		return other;
+		goto fail_fd_other;
 	}
 	xlock(&p->lock);
 	cds_list_add_tail(&t->proc_node, &p->threads);
 	xunlock(&p->lock);
 	xunlock(&s->tables_lock);
-	if (t->src.fd >= 0)
-		nt_watch(s, &t->src);
-	return t;
-}
-
-/* Take thr out of the tables. Its parked call, if any, is dropped. */
-static void thread_remove(struct nt_super *s, struct nt_thread *thr)
-{
-	xlock(&thr->lock);
-	thr->dead = true;
-	atomic_store_explicit(&thr->valid, false, memory_order_relaxed);
-	if (thr->parked)
-		nt_drop_parked(NULL, thr, false);
-	xunlock(&thr->lock);
-
-	xlock(&s->tables_lock);
-	rcu_read_lock();
-	if (cds_lfht_del(s->threads, &thr->node) == 0) {
-		rcu_read_unlock();
-		xlock(&thr->proc->lock);
-		cds_list_del(&thr->proc_node);
-		xunlock(&thr->proc->lock);
-		xunlock(&s->tables_lock);
-		nt_thread_put(thr); /* the table's */
-		return;
+	/*
+	 * A non-leader's record goes with its own exit; the leader's with its process, since a
+	 * non-leader's exec hands the leader's number, and so this record, to that thread.
+	 */
+	if (watched(t) && (*err = nt_watch(s, &t->src))) {
+		t->src.fd = -1; /* never watched: the table's reference is ours to drop */
+		close(fd);
+		ident_thread_stale(s, t);
+		ident_thread_put(t);
+		return NULL;
 	}
-	rcu_read_unlock();
-	xunlock(&s->tables_lock);
+	return t;
+
+fail_fd_other:
+	if (fd >= 0)
+		close(fd);
+	return other;
+fail_fd:
+	if (fd >= 0)
+		close(fd);
+	return NULL;
 }
 
 /*
- * Only this event removes a thread that has a pidfd, so the table's reference is still there for
- * it to use and drop.
+ * Take thr out of the tables: its parked call is dropped, it leaves its namespace (which may
+ * end it: what that completes goes to wq). The table's reference is dropped here when drop_ref:
+ * by the exit event for a watched record, by whoever removes an unwatched one.
  */
-void nt_thread_exited(struct nt_super *s, struct nt_thread *thr)
+static void thread_remove(struct nt_super *s, struct nt_thread *thr, bool drop_ref,
+			  struct sv_wakeq *wq)
 {
-	nt_unwatch(s, &thr->src);
-	thread_remove(s, thr);
+	struct nt_ns *ns;
+	bool removed;
+
+	xlock(&thr->lock);
+	thr->dead = true;
+	thr->ns_kept = false;
+	if (thr->parked)
+		nt_drop_parked(NULL, thr, false);
+	ns = thr->ns;
+	thr->ns = NULL;
+	xunlock(&thr->lock);
+	if (ns) {
+		nsreg_leave(&s->reg, ns, wq);
+		nt_ns_put(ns);
+	}
+
+	xlock(&s->tables_lock);
+	rcu_read_lock();
+	removed = cds_lfht_del(s->threads, &thr->node) == 0;
+	rcu_read_unlock();
+	if (removed) {
+		xlock(&thr->proc->lock);
+		cds_list_del(&thr->proc_node);
+		xunlock(&thr->proc->lock);
+	}
+	xunlock(&s->tables_lock);
+	if (drop_ref && (removed || watched(thr)))
+		ident_thread_put(thr); /* the table's */
 }
 
-void nt_process_exited(struct nt_super *s, struct nt_worker *wk, struct nt_process *p)
+void ident_thread_stale(struct nt_super *s, struct nt_thread *thr)
 {
 	struct sv_wakeq wq;
+
+	/* A watched record's exit event is on its way: it drops the table's reference. */
+	sv_wakeq_init(&wq);
+	thread_remove(s, thr, !watched(thr), &wq);
+	nt_deliver(NULL, &wq);
+}
+
+void ident_thread_exited(struct nt_super *s, struct nt_thread *thr)
+{
+	struct sv_wakeq wq;
+
+	sv_wakeq_init(&wq);
+	nt_unwatch(s, &thr->src);
+	thread_remove(s, thr, true, &wq);
+	nt_deliver(NULL, &wq);
+}
+
+void ident_process_exited(struct nt_super *s, struct nt_process *p, struct sv_wakeq *wq)
+{
+	CDS_LIST_HEAD(todo);
 	struct nt_thread *t;
 	struct sv_proc *svp;
+	bool removed;
 
 	/* This event holds the table's reference; it is dropped at the end. */
 	epoll_ctl(s->exits.fd, EPOLL_CTL_DEL, p->src.fd, NULL);
 	NT_COUNT_EVENT(s, processes_exited);
 
 	/*
-	 * Every thread is gone, so are their parked calls. Threads with their own pidfd are taken
-	 * out of the tables by their own exit event, which is sure to come (and may already be
-	 * on its way to another worker); the others (the leader) go now. Thread locks are taken
-	 * outside the process lock (notify_int.h's order): snapshot the list first.
+	 * Every thread is gone, so are their parked calls. Threads watched on their own are taken
+	 * out of the tables by their own exit event, which is sure to come (and may be on its way
+	 * to another worker); the others (the leader) go now. Thread locks nest outside the
+	 * process lock: each thread is taken off a private list under the process lock, put back
+	 * on the process's (where thread_remove() finds it), then handled without that lock.
 	 */
-	struct nt_thread **snap = NULL;
-	int n = 0, cap = 0;
-
 	xlock(&p->lock);
 	p->exited = true;
-	cds_list_for_each_entry(t, &p->threads, proc_node) {
-		if (n == cap) {
-			struct nt_thread **bigger;
-
-			cap = cap ? cap * 2 : 16;
-			bigger = realloc(snap, (size_t)cap * sizeof(*snap));
-			if (!bigger)
-				abort();
-			snap = bigger;
-		}
-		if (ref_get_not_zero(&t->refcount))
-			snap[n++] = t;
-	}
-	xunlock(&p->lock);
-	for (int i = 0; i < n; i++) {
-		t = snap[i];
+	cds_list_splice(&p->threads, &todo);
+	CDS_INIT_LIST_HEAD(&p->threads);
+	for (;;) {
+		if (cds_list_empty(&todo))
+			break;
+		t = cds_list_first_entry(&todo, struct nt_thread, proc_node);
+		cds_list_del(&t->proc_node);
+		cds_list_add_tail(&t->proc_node, &p->threads);
+		if (!ref_get_not_zero(&t->refcount))
+			continue;
+		xunlock(&p->lock);
 		xlock(&t->lock);
 		if (t->parked)
-			nt_drop_parked(wk, t, false);
+			nt_drop_parked(NULL, t, false);
 		t->dead = true;
 		xunlock(&t->lock);
-		if (t->src.fd < 0)
-			thread_remove(s, t);
-		nt_thread_put(t);
+		if (!watched(t))
+			thread_remove(s, t, true, wq);
+		ident_thread_put(t);
+		xlock(&p->lock);
 	}
-	free(snap);
-
-	/* SEM_UNDO: the whole group has exited, as the kernel's exit_sem() runs then. */
-	xlock(&p->lock);
 	svp = p->svp;
 	xunlock(&p->lock);
-	if (svp) {
-		sv_wakeq_init(&wq);
-		sv_proc_exit(svp, &wq);
-		nt_deliver(wk, &wq);
-	}
+
+	/* SEM_UNDO: the whole group has exited, as the kernel's exit_sem() runs then. */
+	if (svp)
+		sv_proc_exit(svp, wq);
 
 	xlock(&ghost_lock);
 	ghosts[ghost_next % GHOSTS] = (struct ghost){ .tgid = p->tgid, .levels = p->levels };
@@ -510,37 +490,318 @@ void nt_process_exited(struct nt_super *s, struct nt_worker *wk, struct nt_proce
 
 	xlock(&s->tables_lock);
 	rcu_read_lock();
-	bool removed = cds_lfht_del(s->procs, &p->node) == 0;
+	removed = cds_lfht_del(s->procs, &p->node) == 0;
 	rcu_read_unlock();
 	xunlock(&s->tables_lock);
 	if (removed)
-		nt_process_put(p); /* the table's */
+		ident_process_put(p); /* the table's */
+}
+
+/* ---- one call ---- */
+
+/* Prove what was read by number since the last proof: the pidfd, or the notification. */
+static int prove(struct nt_ident *id, bool and_same_creds)
+{
+	struct tgt_creds now;
+
+	if (!ident_keeps(id->s))
+		return nt_id_valid(id->l, id->notif_id) ? 0 : -ESRCH;
+	if (tgt_creds(id->thr->src.fd, &now))
+		return -ESRCH;
+	return and_same_creds && !same_creds(&now, &id->kc) ? -ESRCH : 0;
+}
+
+int ident_prove(struct nt_ident *id)
+{
+	return prove(id, true);
+}
+
+/* Switch the record to the namespace this call found it in. Caller holds thr->lock. */
+static void thread_enters(struct nt_ident *id, struct nt_ns *n, struct sv_wakeq *wq)
+{
+	struct nt_thread *thr = id->thr;
+	struct nt_ns *old = thr->ns;
+
+	if (old == n)
+		return;
+	nt_ns_get(n);
+	nsreg_enter(&id->s->reg, n);
+	thr->ns = n;
+	if (old) {
+		nsreg_leave(&id->s->reg, old, wq);
+		nt_ns_put(old);
+	}
+}
+
+int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
+		struct nt_thread *thr, uint64_t notif_id, struct sv_wakeq *wq)
+{
+	bool keep = false, proven = false;
+	int rc;
+
+	memset(id, 0, sizeof(*id));
+	id->s = s;
+	id->l = l;
+	id->thr = thr;
+	id->notif_id = notif_id;
+	if (thr->dead)
+		return -ESRCH;
+
+	/* Credentials, which also prove every read by number made so far (ident.h). */
+	if (ident_keeps(s)) {
+		rc = tgt_creds(thr->src.fd, &id->kc);
+		proven = rc == 0;
+	} else {
+		struct tgt_status st;
+
+		rc = tgt_read_status(thr->tid, &st);
+		id->kc = st.creds;
+	}
+	if (rc)
+		return rc == -ESRCH ? -ESRCH : rc;
+	id->cred.euid = id->kc.uid[1];
+	id->cred.egid = id->kc.gid[1];
+	id->cred.fsgid = id->kc.gid[3];
+	id->cred.missing = SV_CRED_GROUPS | SV_CRED_CAPS;
+
+	/* The IPC namespace. */
+	if (l->fixed_ns) {
+		id->ns = l->fixed_ns;
+		nt_ns_get(id->ns);
+	} else if (thr->ns_kept && thr->ns) {
+		id->ns = thr->ns;
+		nt_ns_get(id->ns);
+	} else {
+		int fd = tgt_ns_open(thr->src.fd, thr->tid, TGT_NS_IPC, s->feat.pidfd_ns);
+
+		if (fd < 0)
+			return fd == -ESRCH || fd == -ENOENT ? -ESRCH : fd;
+		id->ns = nsreg_ipc(&s->reg, fd);
+		close(fd);
+		if (!id->ns)
+			return -ENOMEM;
+		/* (read through the pidfd where reads are kept; else by number, proven below) */
+		keep = ident_keeps(s) && l->ns_traps;
+	}
+	if (keep) {
+		xlock(&thr->proc->lock);
+		keep = !thr->proc->mixed_ns;
+		xunlock(&thr->proc->lock);
+	}
+	/* Kept facts must have been read while it waited: the notification proves that too. */
+	if (!proven || keep) {
+		if (!nt_id_valid(l, notif_id))
+			return -ESRCH;
+	}
+	if (!l->fixed_ns)
+		thread_enters(id, id->ns, wq);
+	if (keep)
+		thr->ns_kept = true;
+	return 0;
+}
+
+void ident_end(struct nt_ident *id)
+{
+	free(id->groups);
+	if (id->ns)
+		nt_ns_put(id->ns);
+	nt_userns_put(id->userns);
+	id->groups = NULL;
+	id->ns = NULL;
+	id->userns = NULL;
+}
+
+void ident_forget_ns(struct nt_thread *thr)
+{
+	thr->ns_kept = false;
+}
+
+/* The key (id, or inode) of thr's current user namespace, read through its pidfd or number. */
+static int userns_key(struct nt_ident *id, uint64_t *key)
+{
+	struct tgt_nsid kid;
+	int fd = tgt_ns_open(id->thr->src.fd, id->thr->tid, TGT_NS_USER, id->s->feat.pidfd_ns);
+	int rc;
+
+	if (fd < 0)
+		return fd;
+	rc = tgt_ns_ident(fd, id->s->feat.ns_id, &kid);
+	close(fd);
+	if (rc)
+		return rc;
+	*key = kid.id ? kid.id : kid.ino;
+	return 0;
+}
+
+int ident_userns(struct nt_ident *id)
+{
+	struct nt_thread *thr = id->thr;
+	struct nt_super *s = id->s;
+	struct tgt_idmap *maps;
+	uint64_t key;
+	int rc;
+
+	if (id->userns_ready)
+		return 0;
+	if ((rc = userns_key(id, &key)))
+		return rc;
+	if (key != s->reg.my_user_key) {
+		id->userns = nsreg_userns_find(&s->reg, key);
+		if (!id->userns) {
+			maps = malloc(2 * sizeof(*maps));
+			if (!maps)
+				return -ENOMEM;
+			rc = tgt_read_idmap(thr->tid, "uid_map", &maps[0]);
+			if (!rc)
+				rc = tgt_read_idmap(thr->tid, "gid_map", &maps[1]);
+			/*
+			 * Read by number, through the namespace the thread is in when the file is
+			 * opened: both are ours only if it waited all along, so its namespace is
+			 * still the one keyed. Maps not written yet are not kept.
+			 */
+			if (!rc && !nt_id_valid(id->l, id->notif_id))
+				rc = -ESRCH;
+			if (!rc)
+				id->userns = nsreg_userns_add(
+				    &s->reg, maps[0].n && maps[1].n ? key : 0, &maps[0], &maps[1]);
+			free(maps);
+			if (rc)
+				return rc;
+			if (!id->userns)
+				return -ENOMEM;
+		}
+	}
+	id->userns_ready = true;
+	return 0;
+}
+
+uint32_t ident_uid_out(const struct nt_ident *id, uint32_t uid)
+{
+	uint32_t in;
+
+	if (!id->userns)
+		return uid;
+	return tgt_idmap_to_inside(&id->userns->uid, uid, &in) ? in : OVERFLOW_ID;
+}
+
+uint32_t ident_gid_out(const struct nt_ident *id, uint32_t gid)
+{
+	uint32_t in;
+
+	if (!id->userns)
+		return gid;
+	return tgt_idmap_to_inside(&id->userns->gid, gid, &in) ? in : OVERFLOW_ID;
+}
+
+bool ident_uid_in(const struct nt_ident *id, uint32_t uid, uint32_t *out)
+{
+	if (uid == UINT32_MAX)
+		return false;
+	if (!id->userns) {
+		*out = uid;
+		return true;
+	}
+	return tgt_idmap_to_outside(&id->userns->uid, uid, out);
+}
+
+bool ident_gid_in(const struct nt_ident *id, uint32_t gid, uint32_t *out)
+{
+	if (gid == UINT32_MAX)
+		return false;
+	if (!id->userns) {
+		*out = gid;
+		return true;
+	}
+	return tgt_idmap_to_outside(&id->userns->gid, gid, out);
+}
+
+/*
+ * The kernel's cap_capable(): does a thread whose user namespace is `user` (key), with
+ * effective capabilities eff and euid, have capability bit in the namespace owning the IPC
+ * namespace (chain: that user namespace up to the root)? It does in that namespace itself if
+ * eff has the bit, and in any namespace below its own that it (its euid) created, whatever eff.
+ */
+static bool has_cap(const struct nt_ns *n, uint64_t user, uint32_t euid, uint64_t eff, int bit)
+{
+	for (int i = 0; i < n->nowners; i++) {
+		if (n->owners[i].id == user)
+			return eff >> bit & 1;
+		if (i + 1 < n->nowners && n->owners[i + 1].id == user &&
+		    n->owners[i].owner == euid && euid != OVERFLOW_ID)
+			return true;
+	}
+	return false;
+}
+
+int ident_cred_fill(struct nt_ident *id, unsigned int what)
+{
+	struct sv_cred *cr = &id->cred;
+	struct tgt_creds now;
+	uint64_t eff, user;
+	int n;
+
+	what &= cr->missing;
+	if (what & SV_CRED_GROUPS) {
+		uint32_t *groups;
+
+		/* read with the credentials they go with, which must be the call's */
+		n = tgt_read_groups(id->thr->tid, &now, &groups);
+		if (n < 0)
+			return n;
+		free(id->groups);
+		id->groups = groups;
+		if (!same_creds(&now, &id->kc))
+			return -ESRCH;
+		cr->groups = groups;
+		cr->ngroups = n;
+	}
+	if (what & SV_CRED_CAPS) {
+		if (tgt_caps(id->thr->tid, &eff) || userns_key(id, &user))
+			return -ESRCH;
+		cr->cap_ipc_owner = has_cap(id->ns, user, cr->euid, eff, CAP_IPC_OWNER_BIT);
+		cr->cap_sys_admin = has_cap(id->ns, user, cr->euid, eff, CAP_SYS_ADMIN_BIT);
+	}
+	/* What was read by number was our caller's, with the credentials of the call. */
+	if (what && prove(id, true))
+		return -ESRCH;
+	cr->missing &= ~what;
+	return 0;
+}
+
+int ident_committing(struct nt_ident *id)
+{
+	sv_fault_pause(SV_FAULT_SLOW_COMMIT, 200);
+	return nt_id_valid(id->l, id->notif_id) ? 0 : -ESRCH;
 }
 
 /* ---- GETPID across pid namespaces ---- */
 
-static int32_t translate(int levels, const int32_t *nspid, const uint64_t *pidns,
-			 const struct nt_thread *thr)
+static int32_t translate(int levels, const int32_t *nspid, const uint64_t *pidns, int lc,
+			 uint64_t caller_pidns)
 {
-	int lc = thr->pid_level;
-
-	if (lc > levels - 1 || pidns[lc] != thr->pidns)
+	if (lc > levels - 1 || pidns[lc] != caller_pidns)
 		return 0; /* not visible from the caller's pid namespace */
 	return nspid[lc];
 }
 
-int32_t nt_pid_for(struct nt_super *s, const struct nt_thread *thr, int32_t pid)
+int32_t ident_pid_for(struct nt_super *s, const struct nt_thread *thr, int32_t pid)
 {
+	const struct nt_process *me = thr->proc;
 	struct nt_process *p;
-	int32_t out = thr->pid_level == 0 ? pid : 0;
+	int lc = me->levels - 1;
+	uint64_t mine;
+	int32_t out = 0;
 
-	if (thr->pid_level == 0 && thr->pidns == s->my_pidns)
+	if (me->levels < 1)
+		return pid; /* its namespaces could not be read: as we see it */
+	mine = me->pidns[lc];
+	if (lc == 0)
 		return pid; /* the caller sees pids as we do */
 	p = process_find(s, pid);
 	if (p) {
 		if (p->levels)
-			out = translate(p->levels, p->nspid, p->pidns, thr);
-		nt_process_put(p);
+			out = translate(p->levels, p->nspid, p->pidns, lc, mine);
+		ident_process_put(p);
 		return out;
 	}
 	xlock(&ghost_lock);
@@ -548,7 +809,7 @@ int32_t nt_pid_for(struct nt_super *s, const struct nt_thread *thr, int32_t pid)
 		const struct ghost *g = &ghosts[(ghost_next - 1 - i) % GHOSTS];
 
 		if (g->tgid == pid && g->levels) {
-			out = translate(g->levels, g->nspid, g->pidns, thr);
+			out = translate(g->levels, g->nspid, g->pidns, lc, mine);
 			break;
 		}
 	}

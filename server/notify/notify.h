@@ -28,19 +28,13 @@ struct nt_config {
 	const struct sv_limits *limits; /* for new namespaces; NULL: the host's */
 	FILE *trace;			/* non-NULL: one line per served call */
 	bool exit_when_idle;		/* run() returns once the last listener is gone */
-	/*
-	 * A namespace's sets end when the last listener whose processes used it is gone (every
-	 * process of a container inherits its filter, so its listener hangs up only when none is
-	 * left: as the container's IPC namespace dies). The supervisor's own IPC namespace and
-	 * named namespaces are exempt: their sets persist, as the host's do in the kernel.
-	 */
-	bool end_namespaces;
 };
 
 struct nt_listener_opts {
 	const char *name;    /* for logs: "pid 1234", a container id, ... */
-	bool cred_traps;     /* its filter traps credential changes (filter.h), so cached
-				   credentials stay exact; otherwise they are re-read per call */
+	bool ns_traps;	     /* its filter traps unshare/setns (filter.h), so a thread's
+				namespaces may be kept between calls; otherwise the IPC namespace
+				is read on every call. Never a matter of privilege (ident.h). */
 	const char *ns_name; /* non-NULL: serve it from this named namespace instead of one
 				   per IPC namespace */
 };
@@ -51,8 +45,8 @@ enum nt_call {
 	NT_SEMOP,
 	NT_SEMTIMEDOP,
 	NT_SEMCTL,
-	NT_CRED_CHANGE, /* trapped only to drop cached credentials; let through */
-	NT_OTHER,	/* not ours: answered ENOSYS */
+	NT_NS_CHANGE, /* unshare/setns, trapped to note the change; let through */
+	NT_OTHER,     /* not ours: answered ENOSYS */
 	NT_NCALLS
 };
 
@@ -75,6 +69,7 @@ struct nt_stats {
 	uint64_t wait_ns[NT_NBUCKET];	 /* parked -> answered */
 	uint64_t listeners_added, listeners_gone;
 	uint64_t processes_exited;
+	uint64_t namespaces_ended; /* IPC namespaces found gone, and their sets with them */
 	uint64_t received;  /* notifications the receiver took with its blocking NOTIF_RECV */
 	uint64_t handovers; /* listeners handed over to the receiver */
 };
@@ -101,7 +96,7 @@ int nt_super_for_each_ns(struct nt_super *s,
 struct nt_client_info {
 	char name[64];
 	char ns[64]; /* its fixed namespace, or "" for one per IPC namespace */
-	bool cred_traps;
+	bool ns_traps;
 	uint64_t calls; /* notifications received through it */
 	int parked;	/* its calls waiting now */
 };
@@ -110,7 +105,8 @@ int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_clien
 			     void *arg);
 /* Zero every counter: the workers', the namespaces' per-set and per-semaphore ones. */
 void nt_super_reset_stats(struct nt_super *s);
-/* The engine namespace of that name (as nt_super_for_each_ns() names them), or NULL. */
+/* The engine namespace of that name (as nt_super_for_each_ns() names them), with a reference
+   (sv_ns_put() it), or NULL. */
 struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name);
 /* Remove a set as an administrator; its waiters get EIDRM. 0, -ENOENT (no such namespace),
    -EINVAL (no such set). */

@@ -34,14 +34,18 @@
 #include <linux/audit.h>
 #include <unistd.h>
 
-#include "notify/filter.h"
 #include "notify/notify_int.h"
+#include "util/fault.h"
 
 #define X32_BIT	      0x40000000
 #define NR_SEMGET     64
 #define NR_SEMOP      65
 #define NR_SEMCTL     66
 #define NR_SEMTIMEDOP 220
+#define NR_UNSHARE    272 /* x86_64 and x32 */
+#define NR_SETNS      308
+#define NR32_UNSHARE  310 /* i386 */
+#define NR32_SETNS    346
 #define PREFETCH_SOPS 64
 #define OVERFLOW_ID   65534 /* /proc/sys/kernel/overflowuid, as the kernel munges */
 #define SWEEP_BATCH   512   /* parked callers checked per sweep tick, at most */
@@ -58,7 +62,7 @@
  * NOTIF_ID_VALID and NOTIF_SEND take the notifier's mutex interruptibly: a signal (the receiver's
  * kick, super.c) makes them fail with EINTR having done nothing, so they are retried.
  */
-static bool id_valid(const struct nt_listener *l, uint64_t id)
+bool nt_id_valid(const struct nt_listener *l, uint64_t id)
 {
 	int rc;
 
@@ -163,8 +167,10 @@ void nt_req_put(struct nt_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->refcount, 1, memory_order_acq_rel) != 1)
 		return;
-	nt_thread_put(r->thr);
+	ident_thread_put(r->thr);
 	nt_listener_put(r->l);
+	if (r->ns)
+		nt_ns_put(r->ns);
 	free(r);
 }
 
@@ -226,7 +232,8 @@ static int timer_add(struct nt_super *s, struct nt_req *r)
 	xlock(&s->timers_lock);
 	if (s->ntimers == s->timers_cap) {
 		int cap = s->timers_cap ? s->timers_cap * 2 : 64;
-		struct nt_req **t = realloc(s->timers, (size_t)cap * sizeof(*t));
+		struct nt_req **t =
+		    sv_fault(SV_FAULT_ALLOC) ? NULL : realloc(s->timers, (size_t)cap * sizeof(*t));
 
 		if (!t) {
 			xunlock(&s->timers_lock);
@@ -431,7 +438,7 @@ void nt_sweep(struct nt_worker *wk)
 
 	for (int i = 0; i < n; i++) {
 		r = batch[i];
-		if (!id_valid(r->l, r->id)) {
+		if (!nt_id_valid(r->l, r->id)) {
 			struct nt_thread *thr = r->thr;
 
 			xlock(&thr->lock);
@@ -526,10 +533,11 @@ static bool kernel_restarted(pid_t tid, int raw_nr)
 
 struct call_ctx {
 	struct sv_caller c;
+	struct nt_ident id;
 	struct nt_super *s;
 	struct nt_listener *l;
 	struct nt_thread *thr;
-	uint64_t id;
+	uint64_t notif_id;
 	struct {
 		uint64_t addr;
 		size_t len;
@@ -540,20 +548,6 @@ struct call_ctx {
 	struct timespec ts;
 	struct sv_sembuf sops[PREFETCH_SOPS];
 };
-
-/*
- * One region of the caller's memory: 0 or -EFAULT (or -ESRCH: gone). Through its process's
- * /proc/TGID/mem where the listener traps execve, which retires that file (struct
- * nt_process); otherwise, and whenever that read comes up short, process_vm_readv.
- */
-static int caller_read(const struct call_ctx *cx, uint64_t addr, void *buf, size_t len)
-{
-	int fd = cx->l->cred_traps ? nt_process_mem_fd(cx->thr->proc) : -1;
-
-	if (fd >= 0 && tgt_mem_read(fd, addr, buf, len) == 0)
-		return 0;
-	return tgt_read(cx->thr->tid, addr, buf, len);
-}
 
 static int op_read(const struct sv_caller *c, uint64_t addr, void *buf, size_t len)
 {
@@ -567,10 +561,10 @@ static int op_read(const struct sv_caller *c, uint64_t addr, void *buf, size_t l
 			return 0;
 		}
 	}
-	if (caller_read(cx, addr, buf, len))
+	if (tgt_read(cx->thr->tid, addr, buf, len))
 		return -EFAULT;
-	/* Read first, then make sure it was our caller we read: only then act on it. */
-	if (!id_valid(cx->l, cx->id))
+	/* Read by number: ours only if the caller still waits (ident.h). */
+	if (!nt_id_valid(cx->l, cx->notif_id))
 		return -EFAULT;
 	return 0;
 }
@@ -580,7 +574,7 @@ static int op_write(const struct sv_caller *c, uint64_t addr, const void *buf, s
 	struct call_ctx *cx = c->priv;
 
 	/* Never write into a process that is not our caller any more. */
-	if (!id_valid(cx->l, cx->id))
+	if (!nt_id_valid(cx->l, cx->notif_id))
 		return -EFAULT;
 	return tgt_write(cx->thr->tid, addr, buf, len) ? -EFAULT : 0;
 }
@@ -589,53 +583,37 @@ static int32_t op_pid_out(const struct sv_caller *c, int32_t pid)
 {
 	struct call_ctx *cx = c->priv;
 
-	return nt_pid_for(cx->s, cx->thr, pid);
+	return ident_pid_for(cx->s, cx->thr, pid);
 }
 
 static uint32_t op_uid_out(const struct sv_caller *c, uint32_t uid)
 {
-	struct call_ctx *cx = c->priv;
-	uint32_t in;
-
-	if (!cx->thr->userns)
-		return uid;
-	return tgt_idmap_to_inside(&cx->thr->userns->uid, uid, &in) ? in : OVERFLOW_ID;
+	return ident_uid_out(&((struct call_ctx *)c->priv)->id, uid);
 }
 
 static uint32_t op_gid_out(const struct sv_caller *c, uint32_t gid)
 {
-	struct call_ctx *cx = c->priv;
-	uint32_t in;
-
-	if (!cx->thr->userns)
-		return gid;
-	return tgt_idmap_to_inside(&cx->thr->userns->gid, gid, &in) ? in : OVERFLOW_ID;
+	return ident_gid_out(&((struct call_ctx *)c->priv)->id, gid);
 }
 
 static bool op_uid_in(const struct sv_caller *c, uint32_t uid, uint32_t *out)
 {
-	struct call_ctx *cx = c->priv;
-
-	if (uid == UINT32_MAX)
-		return false;
-	if (!cx->thr->userns) {
-		*out = uid;
-		return true;
-	}
-	return tgt_idmap_to_outside(&cx->thr->userns->uid, uid, out);
+	return ident_uid_in(&((struct call_ctx *)c->priv)->id, uid, out);
 }
 
 static bool op_gid_in(const struct sv_caller *c, uint32_t gid, uint32_t *out)
 {
-	struct call_ctx *cx = c->priv;
+	return ident_gid_in(&((struct call_ctx *)c->priv)->id, gid, out);
+}
 
-	if (gid == UINT32_MAX)
-		return false;
-	if (!cx->thr->userns) {
-		*out = gid;
-		return true;
-	}
-	return tgt_idmap_to_outside(&cx->thr->userns->gid, gid, out);
+static int op_cred_fill(const struct sv_caller *c, unsigned int what)
+{
+	return ident_cred_fill(&((struct call_ctx *)c->priv)->id, what);
+}
+
+static int op_committing(const struct sv_caller *c)
+{
+	return ident_committing(&((struct call_ctx *)c->priv)->id);
 }
 
 static const struct sv_caller_ops caller_ops = {
@@ -646,11 +624,13 @@ static const struct sv_caller_ops caller_ops = {
 	.gid_out = op_gid_out,
 	.uid_in = op_uid_in,
 	.gid_in = op_gid_in,
+	.cred_fill = op_cred_fill,
+	.committing = op_committing,
 };
 
 /*
- * semop/semtimedop read the timeout and the sops: read them both now, in one system call, so a
- * single NOTIF_ID_VALID covers them. The engine then takes them from here, in its own order of
+ * semop/semtimedop read the timeout and the sops: read them both now, in one system call, before
+ * ident_begin(), whose PIDFD_GET_INFO then proves them ours (ident.h). The engine then takes them from here, in its own order of
  * checks (a bad timeout pointer still fails first, too many sops still fail before any read).
  */
 static bool prefetch(struct call_ctx *cx, int nr, const uint64_t *args)
@@ -664,7 +644,7 @@ static bool prefetch(struct call_ctx *cx, int nr, const uint64_t *args)
 		return false;
 	if (!tsaddr) { /* semop, and glibc's semop(): one region */
 		r1 = 0;
-		r2 = caller_read(cx, args[1], cx->sops, sops_len);
+		r2 = tgt_read(cx->thr->tid, args[1], cx->sops, sops_len);
 	} else {
 		tgt_read2(cx->thr->tid, tsaddr, &cx->ts, sizeof(cx->ts), &r1, args[1], cx->sops,
 			  sops_len, &r2);
@@ -720,9 +700,11 @@ static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int se
 			struct nt_req **more;
 
 			cap = cap ? 2 * cap : 16;
-			more = realloc(found, (size_t)cap * sizeof(*more));
+			more = sv_fault(SV_FAULT_ALLOC)
+				   ? NULL
+				   : realloc(found, (size_t)cap * sizeof(*more));
 			if (!more)
-				break;
+				break; /* the sweep finds the rest within 100 ms */
 			found = more;
 		}
 		atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
@@ -731,7 +713,7 @@ static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int se
 	xunlock(&s->parked_lock);
 	for (int i = 0; i < n; i++) {
 		r = found[i];
-		if (!id_valid(r->l, r->id)) {
+		if (!nt_id_valid(r->l, r->id)) {
 			xlock(&r->thr->lock);
 			if (r->thr->parked == r)
 				nt_drop_parked(wk, r->thr, true);
@@ -742,63 +724,323 @@ static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int se
 	free(found);
 }
 
+/* ---- namespace changes ---- */
+
 /*
  * unshare(CLONE_SYSVSEM), unshare(CLONE_NEWIPC) and setns() into another IPC namespace apply a
  * process's undo list at once when it is the list's only holder (exit_sem() in the kernel), and
- * it starts afresh. We see the call before it runs: apply now, unless it is sure to fail
- * (CLONE_NEWIPC without CLONE_NEWUSER needs CAP_SYS_ADMIN). A multi-threaded process shares its
- * list with the other threads natively, so nothing is applied then.
+ * it starts afresh. Called once the call is let through; not when it is sure to fail
+ * (CLONE_NEWIPC without CLONE_NEWUSER needs CAP_SYS_ADMIN). A multi-threaded process shares
+ * its list with the other threads natively, so nothing is applied then. Caller holds thr->lock.
  */
-static void undo_at_unshare(struct nt_worker *wk, struct nt_thread *thr, int nr,
-			    const uint64_t *args)
+static void undo_at_unshare(struct nt_thread *thr, bool unshare, uint64_t flags, int fd,
+			    struct sv_wakeq *wq)
 {
 	struct nt_process *p = thr->proc;
 	struct tgt_status st;
-	struct sv_wakeq wq;
 	struct sv_proc *svp;
+	struct nt_ns *svp_ns;
 	bool applies;
 
-	if (nr == SYS_unshare)
-		applies = args[0] & (CLONE_SYSVSEM | CLONE_NEWIPC);
+	if (unshare)
+		applies = flags & (CLONE_SYSVSEM | CLONE_NEWIPC);
 	else
-		applies = (args[1] == 0 || args[1] == CLONE_NEWIPC) && thr->ns &&
-			  tgt_fd_is_other_ipc_ns(thr->tid, (int)args[0], thr->ns->ipc_inode);
+		applies = (flags == 0 || flags == CLONE_NEWIPC) && thr->ns &&
+			  tgt_fd_is_other_ipc_ns(thr->tid, fd, thr->ns->kid.ino);
 	if (!applies || tgt_read_status(thr->tid, &st) || st.threads != 1)
 		return;
-	if (nr == SYS_unshare && (args[0] & CLONE_NEWIPC) && !(args[0] & CLONE_NEWUSER) &&
+	if (unshare && (flags & CLONE_NEWIPC) && !(flags & CLONE_NEWUSER) &&
 	    !(st.cap_eff & (1ull << 21)))
 		return; /* EPERM: nothing changes */
 	xlock(&p->lock);
 	svp = p->svp;
+	svp_ns = p->svp_ns;
 	p->svp = NULL;
 	p->svp_ns = NULL;
 	xunlock(&p->lock);
-	if (!svp)
-		return;
+	if (svp) {
+		sv_proc_exit(svp, wq);
+		sv_proc_put(svp);
+	}
+	if (svp_ns)
+		nt_ns_put(svp_ns);
+}
+
+/*
+ * A trapped unshare or setns (filter.h): the thread's kept namespaces go (ident.h), then the
+ * call runs as it would without us (CONTINUE is no security decision here), then the undo list
+ * is applied if the call detaches it. The thread's lock is held throughout, so its next call,
+ * which may come as soon as the call has run, finds all of this done.
+ */
+static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
+			    const struct seccomp_notif *n, bool unshare, bool i386)
+{
+	struct nt_thread *thr = ident_thread_find(wk->super, (int32_t)n->pid);
+	uint64_t mask = i386 ? 0xffffffffull : ~0ull;
+	uint64_t flags = (unshare ? n->data.args[0] : n->data.args[1] & 0xffffffffull) & mask;
+	struct sv_wakeq wq;
+	int rc;
+
+	NT_ADD(&wk->stats, calls[NT_NS_CHANGE], 1);
 	sv_wakeq_init(&wq);
-	sv_proc_exit(svp, &wq);
-	sv_proc_put(svp);
+	if (thr) {
+		xlock(&thr->lock);
+		ident_forget_ns(thr);
+		/* a non-leader in a namespace of its own: its exec would take the leader's record */
+		if (thr->tid != thr->proc->tgid && (flags == 0 || (flags & CLONE_NEWIPC))) {
+			xlock(&thr->proc->lock);
+			thr->proc->mixed_ns = true;
+			xunlock(&thr->proc->lock);
+		}
+	}
+	rc = reply(l, n->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+	if (thr) {
+		if (rc == 0)
+			undo_at_unshare(thr, unshare, flags, (int)(n->data.args[0] & 0xffffffff),
+					&wq);
+		xunlock(&thr->lock);
+		ident_thread_put(thr);
+	}
 	nt_deliver(wk, &wq);
 }
 
-/* A trapped credential change: forget what we cached, then let the call run. */
-static void serve_cred_change(struct nt_worker *wk, struct nt_listener *l,
-			      const struct seccomp_notif *n, int nr)
-{
-	struct nt_thread *thr = nt_thread_find(wk->super, (int32_t)n->pid);
+/* ---- semaphore calls ---- */
 
-	if (thr) {
-		if (nr == SYS_execve || nr == SYS_execveat)
-			nt_process_invalidate_all(thr->proc, thr->tid != thr->proc->tgid);
-		else
-			nt_thread_invalidate(thr);
-		if (nr == SYS_unshare || nr == SYS_setns)
-			undo_at_unshare(wk, thr, nr, (const uint64_t *)n->data.args);
-		nt_thread_put(thr);
+/*
+ * Phase 1: the caller's record, with what it read by number proven and its identity for this
+ * call (ident_begin()). A record found stale (its thread died and our caller got its number
+ * before we saw the exit) is replaced once. On success thr->lock is held; else the error.
+ */
+static int begin_call(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
+		      int nr, struct call_ctx *cx, struct sv_wakeq *wq)
+{
+	const uint64_t *args = (const uint64_t *)n->data.args;
+	struct nt_super *s = wk->super;
+	int err;
+
+	for (int attempt = 0;; attempt++) {
+		struct nt_thread *thr = ident_thread(s, (int32_t)n->pid, &err);
+
+		if (!thr)
+			return err;
+		xlock(&thr->lock);
+		memset(cx, 0, offsetof(struct call_ctx, ts));
+		cx->s = s;
+		cx->l = l;
+		cx->thr = thr;
+		cx->notif_id = n->id;
+		if (nr == NR_SEMOP || nr == NR_SEMTIMEDOP)
+			prefetch(cx, nr, args);
+		err = ident_begin(&cx->id, s, l, thr, n->id, wq);
+		if (!err)
+			return 0;
+		ident_end(&cx->id);
+		xunlock(&thr->lock);
+		if (err != -ESRCH || attempt || !nt_id_valid(l, n->id)) {
+			ident_thread_put(thr);
+			return err;
+		}
+		ident_thread_stale(s, thr);
+		ident_thread_put(thr);
 	}
-	NT_ADD(&wk->stats, calls[NT_CRED_CHANGE], 1);
-	/* CONTINUE is no security decision here: the call runs as it would without us. */
-	reply(l, n->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+}
+
+/*
+ * Phase 2: one system call at a time per thread, so a parked call of this thread is dead. A
+ * new call that repeats it is the kernel restarting it (answered EINTR, as a wait interrupted
+ * natively is) or takes a result it produced whose answer was lost. true with *val set when
+ * the call is answered so. Caller holds thr->lock.
+ */
+static bool restart_or_retry(struct nt_worker *wk, struct call_ctx *cx,
+			     const struct seccomp_notif *n, int nr, long *val)
+{
+	const uint64_t *args = (const uint64_t *)n->data.args;
+	struct nt_thread *thr = cx->thr;
+	bool early = false;
+
+	if (thr->parked) {
+		struct nt_req *old = thr->parked;
+		bool restart = old->nr == nr && !memcmp(old->args, args, sizeof(old->args)) &&
+			       kernel_restarted(thr->tid, n->data.nr) && ident_prove(&cx->id) == 0;
+
+		thr->parked = NULL;
+		NT_ADD(&wk->stats, interrupted, 1);
+		if (sv_waiter_cancel(old->w) == 0) {
+			req_detach(wk->super, old);
+			sv_waiter_free(old->w);
+			nt_req_put(old);
+			if (restart) {
+				/* the kernel restarted an interrupted wait: natively that is EINTR */
+				*val = -EINTR;
+				early = true;
+			}
+		} else if (restart) {
+			/* It completed before its answer could go: the restart takes the result. */
+			old->adopted = true;
+			*val = sv_waiter_result(old->w);
+			early = true;
+		}
+		/* else it completed and its answer will fail: the deliverer rolls it back */
+	} else if (same_call(&thr->interrupted, nr, args) &&
+		   kernel_restarted(thr->tid, n->data.nr) && ident_prove(&cx->id) == 0) {
+		*val = -EINTR;
+		early = true;
+	} else if (same_call(&thr->kept, nr, args)) {
+		*val = thr->kept.result;
+		early = true;
+	}
+	thr->interrupted.valid = thr->kept.valid = false;
+	return early;
+}
+
+static long call_semget(struct call_ctx *cx, const uint64_t *args)
+{
+	struct nt_ns *ns = cx->id.ns;
+	long val;
+
+	/* the IPC namespace's limits and sem_next_id, as the kernel reads them now */
+	nt_ns_sync(ns);
+	val = sv_semget(&cx->c, (int32_t)args[0], (int)args[1], (int)args[2]);
+	if (val >= 0 && ns->next_id_fd >= 0 && sv_ns_next_id(ns->ns) < 0)
+		nt_ns_next_id_used(ns);
+	return val;
+}
+
+static long call_semop(struct nt_worker *wk, struct call_ctx *cx, const struct seccomp_notif *n,
+		       int nr, int64_t t0, struct sv_park *park, struct sv_wakeq *wq)
+{
+	const uint64_t *args = (const uint64_t *)n->data.args;
+	struct nt_req *req;
+	struct sv_limits lim;
+
+	if (!wk->spare)
+		wk->spare = sv_fault(SV_FAULT_ALLOC) ? NULL : malloc(sizeof(*wk->spare));
+	req = wk->spare;
+	if (!req)
+		return -ENOMEM;
+	/*
+	 * The request must be whole before the engine may publish it: another worker that
+	 * completes the call reads r->thr and r->l at once, then waits for thr->lock, which we
+	 * hold until the parking (references included) is done.
+	 */
+	memset(req, 0, sizeof(*req));
+	req->l = cx->l;
+	req->thr = cx->thr;
+	req->id = n->id;
+	req->nr = nr;
+	memcpy(req->args, args, sizeof(req->args));
+	req->received_ns = t0;
+	req->heap_idx = -1;
+	CDS_INIT_LIST_HEAD(&req->parked_node);
+	park->cookie = req;
+	/* more sops than we knew allowed: maybe the namespace's SEMOPM changed */
+	sv_ns_limits(cx->id.ns->ns, &lim);
+	if ((unsigned int)args[2] > (unsigned int)lim.semopm)
+		nt_ns_sync(cx->id.ns);
+	return sv_semtimedop(&cx->c, (int)args[0], args[1], (unsigned int)args[2],
+			     nr == NR_SEMTIMEDOP ? args[3] : 0, park, wq);
+}
+
+static long call_semctl(struct nt_worker *wk, struct call_ctx *cx, const uint64_t *args,
+			struct sv_wakeq *wq)
+{
+	int cmd = (int)args[2];
+	long rc;
+
+	NT_ADD(&wk->stats, semctl_cmds[(unsigned int)cmd < NT_NCMDS ? cmd : NT_NCMDS], 1);
+	switch (cmd) {
+	case SV_IPC_INFO:
+	case SV_SEM_INFO:
+		nt_ns_sync(cx->id.ns);
+		break;
+	case SV_IPC_STAT:
+	case SV_SEM_STAT:
+	case SV_SEM_STAT_ANY:
+	case SV_IPC_SET:
+		/* ids go through the caller's user namespace, under engine locks: read it now */
+		if ((rc = ident_userns(&cx->id)))
+			return rc == -ESRCH ? -SV_EGONE : rc;
+		break;
+	case SV_GETNCNT:
+	case SV_GETZCNT:
+		xunlock(&cx->thr->lock);
+		drop_vanished_waiters(wk, cx->id.ns, (int)args[0], (int)args[1]);
+		xlock(&cx->thr->lock);
+		break;
+	}
+	return sv_semctl(&cx->c, (int)args[0], (int)args[1], cmd, args[3], wq);
+}
+
+/*
+ * Phase 4, for a call that waits: it becomes the thread's parked call, on the sweep's list and,
+ * with a timeout, the timer heap. false if it could not (no memory for the timer): *val is
+ * then its answer. Caller holds thr->lock.
+ */
+static bool park_call(struct nt_worker *wk, struct call_ctx *cx, const struct seccomp_notif *n,
+		      int64_t t0, const struct sv_park *park, long *val)
+{
+	struct nt_super *s = wk->super;
+	struct nt_req *req = wk->spare;
+	struct nt_thread *thr = cx->thr;
+	struct nt_listener *l = cx->l;
+
+	wk->spare = NULL; /* the parked call owns it now */
+	atomic_store_explicit(&req->refcount, 1, memory_order_relaxed); /* whoever ends it */
+	atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&thr->refcount, 1, memory_order_relaxed);
+	req->w = park->waiter;
+	req->ns = cx->id.ns;
+	nt_ns_get(req->ns);
+	req->semnum = (unsigned int)n->data.args[2] == 1 ? cx->sops[0].sem_num : -1;
+	req->parked_ns = nt_now_ns();
+	thr->parked = req;
+	xlock(&s->parked_lock);
+	cds_list_add_tail(&req->parked_node, &s->parked);
+	atomic_fetch_add_explicit(&l->parked, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->nparked, 1, memory_order_relaxed);
+	xunlock(&s->parked_lock);
+	if (park->timed) {
+		/* the kernel counts the timeout from the call's entry */
+		req->deadline_ns = t0 + park->timeout.tv_sec * 1000000000LL + park->timeout.tv_nsec;
+		if (timer_add(s, req) && sv_waiter_cancel(req->w) == 0) {
+			/* no memory for the timer: take the call back and say so */
+			thr->parked = NULL;
+			req_detach(s, req);
+			sv_waiter_free(req->w);
+			nt_req_put(req);
+			*val = -ENOMEM;
+			return false;
+		}
+		/* (if it completed meanwhile, its deliverer answers it) */
+	}
+	NT_ADD(&wk->stats, parked, 1);
+	return true;
+}
+
+/*
+ * Phase 4, for a call answered at once: answered with the thread's lock held, so that if the
+ * answer is lost, the thread's next call (a restart, or whatever follows its EINTR) waits until
+ * the undo is done and can neither see nor consume what is being undone. A call whose caller
+ * went while it was decided (-SV_EGONE) did nothing and gets no answer.
+ */
+static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct seccomp_notif *n,
+			int nr, long val, int64_t t0, struct sv_wakeq *wq)
+{
+	int rc;
+
+	if (val == -SV_EGONE) {
+		NT_ADD(&wk->stats, stale, 1);
+		return;
+	}
+	rc = reply(cx->l, n->id, val, 0);
+	if (rc == 0) {
+		count_answer(&wk->stats, val);
+		NT_ADD(&wk->stats, service_ns[hist_bucket(nt_now_ns() - t0)], 1);
+	} else {
+		NT_ADD(&wk->stats, stale, 1);
+		if (rc == -ENOENT)
+			answer_lost(wk, cx, nr, (const uint64_t *)n->data.args, val, wq);
+	}
 }
 
 static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
@@ -810,219 +1052,71 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	struct sv_park park = { 0 };
 	struct sv_wakeq wq;
 	struct nt_thread *thr;
-	struct nt_req *req = NULL;
-	bool read_something = false, early = false, parked = false;
+	bool parked = false;
 	long val = 0;
-	int err = 0;
+	int err;
 
 	sv_wakeq_init(&wq);
 	/* Exits the kernel has reported must be applied before anything can observe them. */
 	if (sv_undo_entries() > 0 || atomic_load_explicit(&s->nparked, memory_order_relaxed) > 0)
 		nt_drain_exits(wk);
-	thr = nt_thread_get(s, (int32_t)n->pid, &err);
-	if (!thr) {
-		/* gone already (ESRCH): nobody to answer; otherwise say why we cannot serve */
-		if (err != -ESRCH && reply(l, n->id, err == -ENOMEM ? -ENOMEM : -EAGAIN, 0))
+
+	err = begin_call(wk, l, n, nr, &cx, &wq);
+	if (err) {
+		/*
+		 * Gone already (ESRCH): nobody to answer. Otherwise say why we cannot serve:
+		 * out of memory, or a caller we cannot read (outside our pid namespace, say).
+		 */
+		if (err == -ESRCH)
 			NT_ADD(&wk->stats, stale, 1);
+		else if (reply(l, n->id, err == -ENOMEM ? -ENOMEM : -ENOSYS, 0))
+			NT_ADD(&wk->stats, stale, 1);
+		nt_deliver(wk, &wq);
 		return;
 	}
-
-	xlock(&thr->lock);
-	if (!atomic_load_explicit(&thr->valid, memory_order_relaxed) || !l->cred_traps ||
-	    thr->proc->volatile_creds) {
-		err = nt_thread_refresh(s, thr);
-		read_something = true;
-	}
-	if (l->fixed_ns)
-		thr->ns = l->fixed_ns;
-	if (thr->ns && thr->ns != thr->ns_noted) {
-		nt_listener_uses(s, l, thr->ns);
-		thr->ns_noted = thr->ns;
-	}
-
-	/* One system call at a time per thread: a parked one is dead. */
-	if (thr->parked) {
-		struct nt_req *old = thr->parked;
-		bool restart = old->nr == nr && !memcmp(old->args, args, sizeof(old->args)) &&
-			       kernel_restarted(thr->tid, n->data.nr);
-
-		thr->parked = NULL;
-		NT_ADD(&wk->stats, interrupted, 1);
-		if (sv_waiter_cancel(old->w) == 0) {
-			req_detach(s, old);
-			sv_waiter_free(old->w);
-			nt_req_put(old);
-			if (restart) {
-				/* the kernel restarted an interrupted wait: natively that is EINTR */
-				val = -EINTR;
-				early = true;
-			}
-		} else if (restart) {
-			/* It completed before its answer could go: the restart takes the result. */
-			old->adopted = true;
-			val = sv_waiter_result(old->w);
-			early = true;
-		}
-		/* else it completed and its answer will fail: the deliverer rolls it back */
-	} else if (same_call(&thr->interrupted, nr, args) &&
-		   kernel_restarted(thr->tid, n->data.nr)) {
-		val = -EINTR;
-		early = true;
-	} else if (same_call(&thr->kept, nr, args)) {
-		val = thr->kept.result;
-		early = true;
-	}
-	thr->interrupted.valid = thr->kept.valid = false;
-	if (early || err) {
+	thr = cx.thr;
+	if (restart_or_retry(wk, &cx, n, nr, &val)) {
 		xunlock(&thr->lock);
-		if (err)
-			val = err == -ESRCH ? -ESRCH : err;
-		if (err != -ESRCH && reply(l, n->id, val, 0) == 0)
+		if (reply(l, n->id, val, 0) == 0)
 			count_answer(&wk->stats, val);
-		trace(s, thr->tid, nr, args, val, early ? " (restart of an interrupted call)" : "");
-		nt_thread_put(thr);
-		return;
-	}
-
-	memset(&cx, 0, offsetof(struct call_ctx, ts));
-	cx.s = s;
-	cx.l = l;
-	cx.thr = thr;
-	cx.id = n->id;
-	cx.c.ns = thr->ns->ns;
-	cx.c.cred = &thr->cred;
-	cx.c.ops = &caller_ops;
-	cx.c.priv = &cx;
-	cx.c.proc = nt_process_svp(thr, &wq);
-	if ((nr == NR_SEMOP || nr == NR_SEMTIMEDOP) && prefetch(&cx, nr, args))
-		read_something = true;
-	/* Whatever we read (/proc, memory) belongs to our caller only if it is still waiting. */
-	if (read_something && !id_valid(l, n->id)) {
-		xunlock(&thr->lock);
-		NT_ADD(&wk->stats, stale, 1);
+		trace(s, thr->tid, nr, args, val, " (restart of an interrupted call)");
 		goto out;
 	}
 
+	/* Phase 3: the engine. */
+	cx.c.ns = cx.id.ns->ns;
+	cx.c.cred = &cx.id.cred;
+	cx.c.ops = &caller_ops;
+	cx.c.priv = &cx;
+	cx.c.proc = ident_svp(&cx.id, &wq);
 	switch (nr) {
 	case NR_SEMGET:
-		/* the IPC namespace's limits and sem_next_id, as the kernel reads them now */
-		nt_ns_sync(thr->ns);
-		val = sv_semget(&cx.c, (int32_t)args[0], (int)args[1], (int)args[2]);
-		if (val >= 0 && thr->ns->next_id_fd >= 0 && sv_ns_next_id(thr->ns->ns) < 0)
-			nt_ns_next_id_used(thr->ns);
+		val = call_semget(&cx, args);
 		break;
 	case NR_SEMOP:
 	case NR_SEMTIMEDOP:
-		if (!wk->spare)
-			wk->spare = malloc(sizeof(*wk->spare));
-		req = wk->spare;
-		if (!req) {
-			val = -ENOMEM;
-			break;
-		}
-		/*
-		 * The request must be whole before the engine may publish it: another worker
-		 * that completes the call reads r->thr and r->l at once, then waits for
-		 * thr->lock, which we hold until the parking below (references included) is done.
-		 */
-		memset(req, 0, sizeof(*req));
-		req->l = l;
-		req->thr = thr;
-		req->id = n->id;
-		req->nr = nr;
-		memcpy(req->args, args, sizeof(req->args));
-		req->received_ns = t0;
-		req->heap_idx = -1;
-		CDS_INIT_LIST_HEAD(&req->parked_node);
-		park.cookie = req;
-		{
-			struct sv_limits lim;
-
-			/* more sops than we knew allowed: maybe the namespace's SEMOPM changed */
-			sv_ns_limits(thr->ns->ns, &lim);
-			if ((unsigned int)args[2] > (unsigned int)lim.semopm)
-				nt_ns_sync(thr->ns);
-		}
-		val = sv_semtimedop(&cx.c, (int)args[0], args[1], (unsigned int)args[2],
-				    nr == NR_SEMTIMEDOP ? args[3] : 0, &park, &wq);
+		val = call_semop(wk, &cx, n, nr, t0, &park, &wq);
 		parked = val == SV_PARKED; /* only a semop's 1 means that; GETVAL's is a value */
 		break;
 	case NR_SEMCTL:
-		NT_ADD(&wk->stats,
-		       semctl_cmds[(unsigned int)args[2] < NT_NCMDS ? (int)args[2] : NT_NCMDS], 1);
-		if ((int)args[2] == SV_IPC_INFO || (int)args[2] == SV_SEM_INFO)
-			nt_ns_sync(thr->ns);
-		if ((int)args[2] == SV_GETNCNT || (int)args[2] == SV_GETZCNT) {
-			xunlock(&thr->lock);
-			drop_vanished_waiters(wk, thr->ns, (int)args[0], (int)args[1]);
-			xlock(&thr->lock);
-		}
-		val = sv_semctl(&cx.c, (int)args[0], (int)args[1], (int)args[2], args[3], &wq);
+		val = call_semctl(wk, &cx, args, &wq);
 		break;
 	}
 
-	if (parked) {
-		wk->spare = NULL; /* the parked call owns it now */
-		atomic_store_explicit(&req->refcount, 1,
-				      memory_order_relaxed); /* whoever ends it */
-		atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&thr->refcount, 1, memory_order_relaxed);
-		req->w = park.waiter;
-		req->ns = thr->ns;
-		req->semnum = (unsigned int)args[2] == 1 ? cx.sops[0].sem_num : -1;
-		req->parked_ns = nt_now_ns();
-		thr->parked = req;
-		xlock(&s->parked_lock);
-		cds_list_add_tail(&req->parked_node, &s->parked);
-		atomic_fetch_add_explicit(&l->parked, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->nparked, 1, memory_order_relaxed);
-		xunlock(&s->parked_lock);
-		if (park.timed) {
-			/* the kernel counts the timeout from the call's entry */
-			req->deadline_ns =
-			    t0 + park.timeout.tv_sec * 1000000000LL + park.timeout.tv_nsec;
-			if (timer_add(s, req) && sv_waiter_cancel(req->w) == 0) {
-				/* no memory for the timer: take the call back and say so */
-				thr->parked = NULL;
-				req_detach(s, req);
-				sv_waiter_free(req->w);
-				nt_req_put(req);
-				req = NULL;
-				val = -ENOMEM;
-				parked = false;
-			}
-			/* (if it completed meanwhile, its deliverer answers it) */
-		}
-		if (req) {
-			NT_ADD(&wk->stats, parked, 1);
-			req = NULL; /* owned by the parked call now */
-		}
-	}
-	if (!parked) {
-		/*
-		 * Answered with the thread's lock held: if the answer is lost, the thread's next
-		 * call (a restart, or whatever follows its EINTR) waits until the undo below is
-		 * done, so it can neither see nor consume what is being undone.
-		 */
-		int rc = reply(l, n->id, val, 0);
-
-		if (rc == 0) {
-			count_answer(&wk->stats, val);
-			NT_ADD(&wk->stats, service_ns[hist_bucket(nt_now_ns() - t0)], 1);
-		} else {
-			NT_ADD(&wk->stats, stale, 1);
-			if (rc == -ENOENT)
-				answer_lost(wk, &cx, nr, args, val, &wq);
-		}
-	}
+	/* Phase 4: park or answer. */
+	if (parked)
+		parked = park_call(wk, &cx, n, t0, &park, &val);
+	if (!parked)
+		answer_call(wk, &cx, n, nr, val, t0, &wq);
 	xunlock(&thr->lock);
 	if (!parked)
-		trace(s, thr->tid, nr, args, val, "");
-out:
+		trace(s, thr->tid, nr, args, val, val == -SV_EGONE ? " (caller gone)" : "");
 	if (cx.c.proc)
 		sv_proc_put(cx.c.proc);
+out:
+	ident_end(&cx.id);
 	nt_deliver(wk, &wq);
-	nt_thread_put(thr);
+	ident_thread_put(thr);
 }
 
 void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n)
@@ -1031,7 +1125,7 @@ void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_
 	int nr = n->data.nr;
 
 	if (n->data.arch == AUDIT_ARCH_X86_64) {
-		nr &= ~X32_BIT; /* x32 uses the same calls with this bit set */
+		nr &= ~X32_BIT; /* x32 uses the same calls and layouts with this bit set */
 		switch (nr) {
 		case NR_SEMGET:
 			NT_ADD(&wk->stats, calls[NT_SEMGET], 1);
@@ -1049,11 +1143,14 @@ void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_
 			NT_ADD(&wk->stats, calls[NT_SEMCTL], 1);
 			serve_sem(wk, l, n, nr, t0);
 			return;
-		}
-		if (filter_is_cred_change(nr)) {
-			serve_cred_change(wk, l, n, nr);
+		case NR_UNSHARE:
+		case NR_SETNS:
+			serve_ns_change(wk, l, n, nr == NR_UNSHARE, false);
 			return;
 		}
+	} else if (n->data.arch == AUDIT_ARCH_I386 && (nr == NR32_UNSHARE || nr == NR32_SETNS)) {
+		serve_ns_change(wk, l, n, nr == NR32_UNSHARE, true);
+		return;
 	}
 	/* Not a call we serve (another filter's rules, another ABI): as if it did not exist. */
 	NT_ADD(&wk->stats, calls[NT_OTHER], 1);

@@ -63,8 +63,10 @@
 #include <unistd.h>
 
 #include "notify/notify_int.h"
+#include "util/fault.h"
 
 #define SWEEP_INTERVAL_MS 100
+#define PROBE_SWEEPS	  10 /* namespaces without a confined thread are probed once a second */
 
 int64_t nt_now_ns(void)
 {
@@ -74,22 +76,25 @@ int64_t nt_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void nt_watch(struct nt_super *s, struct nt_src *src)
+/* An epoll set may refuse a new entry: no memory, or max_user_watches reached. */
+static int watch_in(int epfd, struct nt_src *src, uint32_t events)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = src };
+	struct epoll_event ev = { .events = events, .data.ptr = src };
 
-	if (src->kind == SRC_STOP)
-		ev.events = EPOLLIN; /* level-triggered: every worker sees it */
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, src->fd, &ev))
-		abort();
+	if (sv_fault(SV_FAULT_EPOLL))
+		return -ENOMEM;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, src->fd, &ev) ? -ENOMEM : 0;
 }
 
-void nt_watch_exit(struct nt_super *s, struct nt_src *src)
+int nt_watch(struct nt_super *s, struct nt_src *src)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = src };
+	/* the stop event is level-triggered: every worker sees it */
+	return watch_in(s->epfd, src, src->kind == SRC_STOP ? EPOLLIN : EPOLLIN | EPOLLONESHOT);
+}
 
-	if (epoll_ctl(s->exits.fd, EPOLL_CTL_ADD, src->fd, &ev))
-		abort();
+int nt_watch_exit(struct nt_super *s, struct nt_src *src)
+{
+	return watch_in(s->exits.fd, src, EPOLLIN | EPOLLONESHOT);
 }
 
 void nt_drain_exits(struct nt_worker *wk)
@@ -101,9 +106,14 @@ void nt_drain_exits(struct nt_worker *wk)
 	xlock(&s->exits_lock);
 	do {
 		n = epoll_wait(s->exits.fd, ev, 16, 0);
-		for (int i = 0; i < n; i++)
-			nt_process_exited(s, wk,
-					  caa_container_of(ev[i].data.ptr, struct nt_process, src));
+		for (int i = 0; i < n; i++) {
+			struct sv_wakeq wq;
+
+			sv_wakeq_init(&wq);
+			ident_process_exited(
+			    s, caa_container_of(ev[i].data.ptr, struct nt_process, src), &wq);
+			nt_deliver(wk, &wq);
+		}
 	} while (n == 16);
 	xunlock(&s->exits_lock);
 }
@@ -122,119 +132,7 @@ void nt_unwatch(struct nt_super *s, struct nt_src *src)
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, src->fd, NULL);
 }
 
-/* ---- namespaces ---- */
-
-/*
- * Open an IPC namespace's semaphore sysctls from inside it: setns() applies to this thread only,
- * and the files keep serving that namespace after we come back. Caller holds s->lock.
- */
-static void ns_open_sysctls(struct nt_super *s, struct nt_ns *n, pid_t tid)
-{
-	char path[64];
-	int nsfd;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)tid);
-	nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
-		return;
-	if (setns(nsfd, CLONE_NEWIPC) == 0) {
-		n->sem_fd = open("/proc/sys/kernel/sem", O_RDWR | O_CLOEXEC);
-		n->next_id_fd = open("/proc/sys/kernel/sem_next_id", O_RDWR | O_CLOEXEC);
-		if (setns(s->my_ipc_fd, CLONE_NEWIPC))
-			abort(); /* a worker left in another namespace would be wrong forever */
-	}
-	close(nsfd);
-}
-
-static struct nt_ns *ns_new(struct nt_super *s, uint64_t inode, const char *name, pid_t tid)
-{
-	struct nt_ns *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	n->sem_fd = n->next_id_fd = -1;
-	n->ns = sv_ns_new(&s->limits);
-	if (!n->ns) {
-		free(n);
-		return NULL;
-	}
-	n->ipc_inode = inode;
-	n->persistent = !inode || inode == s->my_ipcns;
-	if (name)
-		snprintf(n->name, sizeof(n->name), "%s", name);
-	else
-		snprintf(n->name, sizeof(n->name), "ipc:[%llu]", (unsigned long long)inode);
-	if (inode && s->sync_limits && s->my_ipc_fd >= 0) {
-		ns_open_sysctls(s, n, tid);
-		nt_ns_sync(n);
-	}
-	cds_list_add_tail(&n->node, &s->namespaces);
-	return n;
-}
-
-void nt_ns_sync(struct nt_ns *n)
-{
-	struct sv_limits lim;
-	char buf[128];
-	ssize_t len;
-	int id;
-
-	if (n->sem_fd < 0)
-		return;
-	len = pread(n->sem_fd, buf, sizeof(buf) - 1, 0);
-	if (len > 0) {
-		buf[len] = '\0';
-		if (sscanf(buf, "%d %d %d %d", &lim.semmsl, &lim.semmns, &lim.semopm,
-			   &lim.semmni) == 4)
-			sv_ns_set_limits(n->ns, &lim);
-	}
-	if (n->next_id_fd >= 0) {
-		len = pread(n->next_id_fd, buf, sizeof(buf) - 1, 0);
-		if (len > 0) {
-			buf[len] = '\0';
-			if (sscanf(buf, "%d", &id) == 1)
-				sv_ns_set_next_id(n->ns, id);
-		}
-	}
-}
-
-void nt_ns_next_id_used(struct nt_ns *n)
-{
-	if (n->next_id_fd >= 0 && pwrite(n->next_id_fd, "-1\n", 3, 0) < 0) {
-		/* the namespace is gone */
-	}
-}
-
-/* Namespaces live as long as the supervisor: an IPC namespace keeps its sets until it dies. */
-struct nt_ns *nt_ns_for_inode(struct nt_super *s, uint64_t inode, pid_t tid)
-{
-	struct nt_ns *n;
-
-	xlock(&s->lock);
-	cds_list_for_each_entry(n, &s->namespaces, node) {
-		if (inode && n->ipc_inode == inode)
-			goto out;
-	}
-	n = ns_new(s, inode, NULL, tid);
-out:
-	xunlock(&s->lock);
-	return n;
-}
-
-struct nt_ns *nt_ns_named(struct nt_super *s, const char *name)
-{
-	struct nt_ns *n;
-
-	xlock(&s->lock);
-	cds_list_for_each_entry(n, &s->namespaces, node) {
-		if (!n->ipc_inode && !strcmp(n->name, name))
-			goto out;
-	}
-	n = ns_new(s, 0, name, 0);
-out:
-	xunlock(&s->lock);
-	return n;
-}
+/* ---- namespaces (nsreg.h) ---- */
 
 int nt_super_for_each_ns(struct nt_super *s,
 			 int (*fn)(const char *name, struct sv_ns *ns, void *arg), void *arg)
@@ -242,38 +140,24 @@ int nt_super_for_each_ns(struct nt_super *s,
 	struct nt_ns *n;
 	int ret = 0;
 
-	xlock(&s->lock);
-	cds_list_for_each_entry(n, &s->namespaces, node) {
+	xlock(&s->reg.lock);
+	cds_list_for_each_entry(n, &s->reg.namespaces, node) {
 		ret = fn(n->name, n->ns, arg);
 		if (ret)
 			break;
 	}
-	xunlock(&s->lock);
+	xunlock(&s->reg.lock);
 	return ret;
 }
 
-struct nt_userns *nt_userns_get(struct nt_super *s, uint64_t inode, pid_t via_tid)
+/* Ask the kernel which of the namespaces nobody we serve is in have ended. */
+static void probe_namespaces(struct nt_worker *wk)
 {
-	struct nt_userns *u;
+	struct sv_wakeq wq;
 
-	xlock(&s->lock);
-	cds_list_for_each_entry(u, &s->usernss, node) {
-		if (u->inode == inode)
-			goto out;
-	}
-	u = calloc(1, sizeof(*u));
-	if (u && (tgt_read_idmap(via_tid, "uid_map", &u->uid) ||
-		  tgt_read_idmap(via_tid, "gid_map", &u->gid))) {
-		free(u);
-		u = NULL;
-	}
-	if (u) {
-		u->inode = inode;
-		cds_list_add_tail(&u->node, &s->usernss);
-	}
-out:
-	xunlock(&s->lock);
-	return u;
+	sv_wakeq_init(&wq);
+	nsreg_probe(&wk->super->reg, &wq);
+	nt_deliver(wk, &wq);
 }
 
 /* ---- listeners ---- */
@@ -283,50 +167,9 @@ void nt_listener_put(struct nt_listener *l)
 	if (atomic_fetch_sub_explicit(&l->refcount, 1, memory_order_acq_rel) != 1)
 		return;
 	close(l->src.fd);
-	free(l->used);
+	if (l->fixed_ns)
+		nt_ns_put(l->fixed_ns);
 	free(l);
-}
-
-void nt_listener_uses(struct nt_super *s, struct nt_listener *l, struct nt_ns *n)
-{
-	xlock(&s->lock);
-	for (int i = 0; i < l->nused; i++)
-		if (l->used[i] == n)
-			goto out;
-	struct nt_ns **more = realloc(l->used, (size_t)(l->nused + 1) * sizeof(*more));
-
-	if (more) {
-		l->used = more;
-		l->used[l->nused++] = n;
-		n->nlisteners++;
-	}
-out:
-	xunlock(&s->lock);
-}
-
-/*
- * The listener is gone: namespaces nobody else uses end, as an IPC namespace dies with its last
- * process. Their waiters (there should be none: they were the listener's) get EIDRM.
- */
-static void listener_release_namespaces(struct nt_worker *wk, struct nt_listener *l)
-{
-	struct nt_super *s = wk->super;
-
-	for (int i = 0; i < l->nused; i++) {
-		struct nt_ns *n = l->used[i];
-		bool end;
-
-		xlock(&s->lock);
-		end = --n->nlisteners == 0 && !n->persistent && s->cfg.end_namespaces;
-		xunlock(&s->lock);
-		if (end) {
-			struct sv_wakeq wq;
-
-			sv_wakeq_init(&wq);
-			sv_ns_shutdown(n->ns, &wq);
-			nt_deliver(wk, &wq);
-		}
-	}
 }
 
 int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_opts *opts)
@@ -340,10 +183,10 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	l->src = (struct nt_src){ SRC_LISTENER, fd };
 	l->refcount = 1;
 	l->super = s;
-	l->cred_traps = opts && opts->cred_traps;
+	l->ns_traps = opts && opts->ns_traps;
 	snprintf(l->name, sizeof(l->name), "%s", opts && opts->name ? opts->name : "listener");
 	if (opts && opts->ns_name) {
-		l->fixed_ns = nt_ns_named(s, opts->ns_name);
+		l->fixed_ns = nsreg_named(&s->reg, opts->ns_name);
 		if (!l->fixed_ns) {
 			close(fd);
 			free(l);
@@ -361,8 +204,15 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	cds_list_add_tail(&l->node, &s->listeners);
 	s->nlisteners++;
 	xunlock(&s->lock);
+	if (nt_watch(s, &l->src)) {
+		xlock(&s->lock);
+		cds_list_del(&l->node);
+		s->nlisteners--;
+		xunlock(&s->lock);
+		nt_listener_put(l);
+		return -ENOMEM;
+	}
 	NT_COUNT_EVENT(s, listeners_added);
-	nt_watch(s, &l->src);
 	return 0;
 }
 
@@ -390,7 +240,6 @@ static void listener_hup(struct nt_worker *wk, struct nt_listener *l)
 	xunlock(&s->lock);
 	NT_COUNT_EVENT(s, listeners_gone);
 	nt_listener_gone(wk, l);
-	listener_release_namespaces(wk, l);
 	nt_listener_put(l);
 	if (idle && s->cfg.exit_when_idle)
 		nt_super_stop(s);
@@ -598,7 +447,7 @@ static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
 	case SRC_PROCESS: /* only ever in s->exits */
 		abort();
 	case SRC_THREAD:
-		nt_thread_exited(s, caa_container_of(src, struct nt_thread, src));
+		ident_thread_exited(s, caa_container_of(src, struct nt_thread, src));
 		break;
 	case SRC_TIMER:
 		nt_timers_expire(wk);
@@ -609,6 +458,10 @@ static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
 		if (read(src->fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 			abort();
 		nt_sweep(wk);
+		if (++s->probe_ticks >= PROBE_SWEEPS) {
+			s->probe_ticks = 0; /* (the sweep's event is ours alone until re-armed) */
+			probe_namespaces(wk);
+		}
 		nt_rearm(s, src);
 		break;
 	}
@@ -669,7 +522,6 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 		.it_interval = { 0, SWEEP_INTERVAL_MS * 1000000L },
 		.it_value = { 0, SWEEP_INTERVAL_MS * 1000000L },
 	};
-	struct stat sb;
 
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
@@ -684,21 +536,20 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 	 * kernel's notification path serialises the calls anyway.
 	 */
 	s->nworkers = cfg->nworkers > 0 ? cfg->nworkers : 1;
-	if (cfg->limits)
-		s->limits = *cfg->limits;
-	else
-		sv_limits_host(&s->limits);
-	/* Without explicit limits each IPC namespace's /proc/sys/kernel/sem rules, natively. */
-	s->sync_limits = !cfg->limits;
-	s->my_ipc_fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
-	s->cfg.limits = &s->limits;
+	s->cfg.limits = NULL; /* the registry keeps them */
 	CDS_INIT_LIST_HEAD(&s->listeners);
-	CDS_INIT_LIST_HEAD(&s->namespaces);
-	CDS_INIT_LIST_HEAD(&s->usernss);
 	CDS_INIT_LIST_HEAD(&s->parked);
-	if (pthread_mutex_init(&s->lock, NULL) || pthread_mutex_init(&s->tables_lock, NULL) ||
-	    pthread_mutex_init(&s->timers_lock, NULL) || pthread_mutex_init(&s->parked_lock, NULL))
-		abort();
+	xmutex_init(&s->lock);
+	xmutex_init(&s->tables_lock);
+	xmutex_init(&s->timers_lock);
+	xmutex_init(&s->parked_lock);
+	xmutex_init(&s->exits_lock);
+	tgt_probe(&s->feat);
+	/* Without explicit limits each IPC namespace's /proc/sys/kernel/sem rules, natively. */
+	if (nsreg_init(&s->reg, &s->feat, cfg->limits)) {
+		snprintf(err, errlen, "reading our own namespaces: %s", strerror(errno));
+		return NULL;
+	}
 
 	s->threads = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	s->procs = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
@@ -709,17 +560,13 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 	s->sweep = (struct nt_src){ SRC_SWEEP,
 				    timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
 	s->exits = (struct nt_src){ SRC_EXITS, epoll_create1(EPOLL_CLOEXEC) };
-	if (pthread_mutex_init(&s->exits_lock, NULL))
-		abort();
 	if (!s->threads || !s->procs || s->epfd < 0 || s->stop.fd < 0 || s->timer.fd < 0 ||
-	    s->sweep.fd < 0 || s->exits.fd < 0 || timerfd_settime(s->sweep.fd, 0, &sweep, NULL)) {
+	    s->sweep.fd < 0 || s->exits.fd < 0 || timerfd_settime(s->sweep.fd, 0, &sweep, NULL) ||
+	    nt_watch(s, &s->stop) || nt_watch(s, &s->timer) || nt_watch(s, &s->sweep) ||
+	    nt_watch(s, &s->exits)) {
 		snprintf(err, errlen, "setting up the supervisor: %s", strerror(errno));
 		return NULL;
 	}
-	nt_watch(s, &s->stop);
-	nt_watch(s, &s->timer);
-	nt_watch(s, &s->sweep);
-	nt_watch(s, &s->exits);
 
 	/* Buffers as large as the running kernel says, in case it is newer than our headers. */
 	s->resp_size = sizeof(struct seccomp_notif_resp);
@@ -751,24 +598,12 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 			return NULL;
 		}
 	}
-	if (stat("/proc/self/ns/user", &sb) == 0)
-		s->my_userns = (uint64_t)sb.st_ino;
-	if (stat("/proc/self/ns/pid", &sb) == 0)
-		s->my_pidns = (uint64_t)sb.st_ino;
-	if (stat("/proc/self/ns/ipc", &sb) == 0)
-		s->my_ipcns = (uint64_t)sb.st_ino;
 	return s;
 }
 
 int nt_super_start(struct nt_super *s)
 {
-	struct rlimit rl;
 	int err = 0;
-
-	/* After our callers have raised the limit to what they may. */
-	s->mem_fd_limit = INT_MAX;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 < (rlim_t)INT_MAX)
-		s->mem_fd_limit = (int)(rl.rlim_cur / 2);
 
 	if (s->rcv) {
 		/* No SA_RESTART: the kick must end the receiver's NOTIF_RECV with EINTR. */
@@ -830,8 +665,6 @@ void nt_super_stop(struct nt_super *s)
 void nt_super_free(struct nt_super *s)
 {
 	struct nt_listener *l, *lt;
-	struct nt_ns *n, *nt;
-	struct nt_userns *u, *ut;
 
 	if (!s)
 		return;
@@ -840,12 +673,9 @@ void nt_super_free(struct nt_super *s)
 		cds_list_del(&l->node);
 		nt_listener_put(l);
 	}
-	cds_list_for_each_entry_safe(u, ut, &s->usernss, node)
-		free(u);
-	/* Namespaces, threads and processes stay allocated: the engine owns the rest of them
-	   and the process exits right after this. */
-	(void)n;
-	(void)nt;
+	/* Threads and processes stay allocated, and with them the namespaces they hold: the
+	   engine owns the rest of them and the process exits right after this. */
+	nsreg_fini(&s->reg);
 	close(s->epfd);
 	close(s->stop.fd);
 	close(s->timer.fd);
@@ -872,7 +702,7 @@ int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_clien
 	xlock(&s->lock);
 	cds_list_for_each_entry(l, &s->listeners, node) {
 		struct nt_client_info info = {
-			.cred_traps = l->cred_traps,
+			.ns_traps = l->ns_traps,
 			.calls = atomic_load_explicit(&l->calls, memory_order_relaxed),
 			.parked = atomic_load_explicit(&l->parked, memory_order_relaxed),
 		};
@@ -906,31 +736,23 @@ void nt_super_reset_stats(struct nt_super *s)
 	if (s->rcv)
 		stats_zero(&s->rcv->wk.stats);
 	stats_zero(&s->events);
-	xlock(&s->lock);
-	cds_list_for_each_entry(n, &s->namespaces, node)
+	xlock(&s->reg.lock);
+	cds_list_for_each_entry(n, &s->reg.namespaces, node)
 		sv_ns_reset_stats(n->ns);
-	xunlock(&s->lock);
-}
-
-static struct nt_ns *find_ns_locked(struct nt_super *s, const char *name)
-{
-	struct nt_ns *n;
-
-	cds_list_for_each_entry(n, &s->namespaces, node) {
-		if (!strcmp(n->name, name))
-			return n;
-	}
-	return NULL;
+	xunlock(&s->reg.lock);
 }
 
 struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name)
 {
-	struct nt_ns *n;
+	struct nt_ns *n = nsreg_find(&s->reg, name);
+	struct sv_ns *ns = NULL;
 
-	xlock(&s->lock);
-	n = find_ns_locked(s, name);
-	xunlock(&s->lock);
-	return n ? n->ns : NULL;
+	if (n) {
+		ns = n->ns;
+		sv_ns_get(ns);
+		nt_ns_put(n);
+	}
+	return ns;
 }
 
 int nt_super_remove_set(struct nt_super *s, const char *ns, int id)
@@ -943,6 +765,7 @@ int nt_super_remove_set(struct nt_super *s, const char *ns, int id)
 		return -ENOENT;
 	sv_wakeq_init(&wq);
 	ret = sv_ns_remove_set(sns, id, &wq);
+	sv_ns_put(sns);
 	/* the waiters get EIDRM, delivered as any completion is */
 	nt_deliver(NULL, &wq);
 	return ret;
@@ -955,16 +778,15 @@ int nt_super_set_limits(struct nt_super *s, const char *ns, const struct sv_limi
 
 	if (lim->semmni < 0 || lim->semmni > SV_IPCMNI)
 		return -ERANGE;
-	xlock(&s->lock);
-	if (ns) {
-		n = find_ns_locked(s, ns);
-		ret = n ? sv_ns_set_limits(n->ns, lim) : -ENOENT;
-	} else {
-		s->limits = *lim;
-		cds_list_for_each_entry(n, &s->namespaces, node)
-			sv_ns_set_limits(n->ns, lim);
+	if (!ns) {
+		nsreg_set_limits(&s->reg, lim);
+		return 0;
 	}
-	xunlock(&s->lock);
+	n = nsreg_find(&s->reg, ns);
+	if (!n)
+		return -ENOENT;
+	ret = sv_ns_set_limits(n->ns, lim);
+	nt_ns_put(n);
 	return ret;
 }
 
@@ -988,6 +810,7 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 	if (s->rcv)
 		stats_add(out, &s->rcv->wk.stats);
 	stats_add(out, &s->events);
+	out->namespaces_ended += atomic_load_explicit(&s->reg.ended, memory_order_relaxed);
 }
 
 static const char *const call_names[NT_NCALLS] = {

@@ -1,20 +1,146 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading a confined thread from outside. See target.h for the trust rule (NOTIF_ID_VALID
- * afterwards).
+ * Reading a confined thread from outside: see target.h for which reads prove what.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/nsfs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "notify/target.h"
+
+/* Newer than Debian 12's kernel headers: the values of Linux's uapi. */
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+#define PIDFS_IOCTL_MAGIC	 0xFF
+#define PIDFD_GET_IPC_NAMESPACE	 _IO(PIDFS_IOCTL_MAGIC, 2)
+#define PIDFD_GET_PID_NAMESPACE	 _IO(PIDFS_IOCTL_MAGIC, 5)
+#define PIDFD_GET_USER_NAMESPACE _IO(PIDFS_IOCTL_MAGIC, 9)
+#define PIDFD_INFO_CREDS	 (1UL << 1)
+#ifndef NS_GET_ID
+#define NS_GET_ID _IOR(NSIO, 13, __u64)
+#endif
+#define FD_NSFS_ROOT (-10003) /* open_by_handle_at(): the root of nsfs */
+
+/* struct pidfd_info as first published (PIDFD_INFO_SIZE_VER0): the ioctl takes its size. */
+struct pidfd_info_v0 {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+};
+_Static_assert(sizeof(struct pidfd_info_v0) == 64, "PIDFD_INFO_SIZE_VER0");
+#define PIDFD_GET_INFO_V0 _IOWR(PIDFS_IOCTL_MAGIC, 11, struct pidfd_info_v0)
+
+/* ---- features ---- */
+
+static const char *const feature_names[] = { "pidfd_thread", "pidfd_info", "pidfd_ns", "ns_id" };
+
+static bool *feature(struct tgt_features *f, int i)
+{
+	bool *fields[] = { &f->pidfd_thread, &f->pidfd_info, &f->pidfd_ns, &f->ns_id };
+
+	return fields[i];
+}
+
+static bool probe_ns_id(void)
+{
+	struct tgt_nsid id;
+	int fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return false;
+	rc = tgt_ns_ident(fd, true, &id);
+	close(fd);
+	return rc == 0 && id.id && id.has_handle && tgt_ns_alive(&id) == 1;
+}
+
+void tgt_probe(struct tgt_features *f)
+{
+	const char *off = getenv("SEMVISOR_KERNEL_FEATURES_OFF");
+	struct pidfd_info_v0 info = { .mask = PIDFD_INFO_CREDS };
+	int fd = tgt_pidfd_open(gettid(), true);
+
+	memset(f, 0, sizeof(*f));
+	f->pidfd_thread = fd >= 0;
+	if (fd < 0)
+		fd = tgt_pidfd_open(getpid(), false);
+	if (fd >= 0) {
+		int ns = ioctl(fd, PIDFD_GET_IPC_NAMESPACE, 0);
+
+		f->pidfd_info = ioctl(fd, PIDFD_GET_INFO_V0, &info) == 0;
+		f->pidfd_ns = ns >= 0;
+		if (ns >= 0)
+			close(ns);
+		close(fd);
+	}
+	f->ns_id = probe_ns_id();
+	for (int i = 0; off && i < (int)(sizeof(feature_names) / sizeof(feature_names[0])); i++) {
+		size_t len = strlen(feature_names[i]);
+
+		for (const char *p = off; *p; p += strcspn(p, ","), p += *p == ',')
+			if (!strncmp(p, "all", 3) ||
+			    (!strncmp(p, feature_names[i], len) && (p[len] == ',' || !p[len])))
+				*feature(f, i) = false;
+	}
+}
+
+const char *tgt_missing(const struct tgt_features *f, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < (int)(sizeof(feature_names) / sizeof(feature_names[0])); i++)
+		if (!*feature((struct tgt_features *)f, i) && off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "",
+						feature_names[i]);
+	return buf;
+}
+
+/* ---- tasks ---- */
+
+int tgt_pidfd_open(pid_t tid, bool thread)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, thread ? PIDFD_THREAD : 0);
+
+	if (fd >= 0)
+		return fd;
+	/* a number that names no thread group leader (or, before 6.9, no leader at all) */
+	return errno == ENOENT || errno == EINVAL ? -ESRCH : -errno;
+}
+
+int tgt_alive(int pidfd)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 || errno == EPERM ? 0
+											: -ESRCH;
+}
+
+int tgt_creds(int pidfd, struct tgt_creds *c)
+{
+	struct pidfd_info_v0 info = { .mask = PIDFD_INFO_CREDS };
+
+	if (ioctl(pidfd, PIDFD_GET_INFO_V0, &info))
+		return errno == ESRCH ? -ESRCH : -errno;
+	c->tgid = (int32_t)info.tgid;
+	c->uid[0] = info.ruid;
+	c->uid[1] = info.euid;
+	c->uid[2] = info.suid;
+	c->uid[3] = info.fsuid;
+	c->gid[0] = info.rgid;
+	c->gid[1] = info.egid;
+	c->gid[2] = info.sgid;
+	c->gid[3] = info.fsgid;
+	return 0;
+}
 
 /* Read a whole small /proc file into buf (NUL-terminated). Length, or -errno. */
 static ssize_t read_small(const char *path, char *buf, size_t size)
@@ -32,7 +158,7 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 			if (err == EINTR)
 				continue;
 			close(fd);
-			return -err;
+			return err == ESRCH ? -ESRCH : -err;
 		}
 		len += (size_t)n;
 	}
@@ -45,12 +171,14 @@ static int parse_u32_list(const char *p, uint32_t *out, int max)
 {
 	int n = 0;
 
-	while (*p && *p != '\n' && n < max) {
+	while (*p && *p != '\n') {
 		char *end;
 		unsigned long v = strtoul(p, &end, 10);
 
 		if (end == p)
 			break;
+		if (n == max)
+			return -1; /* more than we can hold */
 		out[n++] = (uint32_t)v;
 		p = end;
 		while (*p == ' ' || *p == '\t')
@@ -61,7 +189,7 @@ static int parse_u32_list(const char *p, uint32_t *out, int max)
 
 int tgt_read_status(pid_t tid, struct tgt_status *st)
 {
-	char path[64], buf[4096];
+	char path[64], buf[8192];
 	const char *line;
 	ssize_t len;
 	unsigned int seen = 0;
@@ -80,14 +208,12 @@ int tgt_read_status(pid_t tid, struct tgt_status *st)
 		while (*v == ' ' || *v == '\t')
 			v++;
 		if (!strncmp(line, "Tgid:", 5)) {
-			st->tgid = (int32_t)strtol(v, NULL, 10);
+			st->creds.tgid = (int32_t)strtol(v, NULL, 10);
 			seen |= 1;
 		} else if (!strncmp(line, "Uid:", 4)) {
-			seen |= parse_u32_list(v, st->uid, 4) == 4 ? 2 : 0;
+			seen |= parse_u32_list(v, st->creds.uid, 4) == 4 ? 2 : 0;
 		} else if (!strncmp(line, "Gid:", 4)) {
-			seen |= parse_u32_list(v, st->gid, 4) == 4 ? 4 : 0;
-		} else if (!strncmp(line, "Groups:", 7)) {
-			st->ngroups = parse_u32_list(v, st->groups, TGT_MAX_GROUPS);
+			seen |= parse_u32_list(v, st->creds.gid, 4) == 4 ? 4 : 0;
 		} else if (!strncmp(line, "Threads:", 8)) {
 			st->threads = (int)strtol(v, NULL, 10);
 		} else if (!strncmp(line, "CapEff:", 7)) {
@@ -103,7 +229,95 @@ int tgt_read_status(pid_t tid, struct tgt_status *st)
 		}
 	}
 	/* A zombie or a half-exited thread lacks some of these: as good as gone. */
-	return seen == 31 ? 0 : -ESRCH;
+	return seen == 31 && st->nspid_levels > 0 ? 0 : -ESRCH;
+}
+
+int tgt_read_groups(pid_t tid, struct tgt_creds *c, uint32_t **groups)
+{
+	char path[64], *buf = NULL, *line;
+	size_t size = 8192;
+	ssize_t len;
+	int n = 0, cap = 0, seen = 0;
+	uint32_t *g = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	/* 65536 groups take about 400 KiB of text: grow until the whole file fits */
+	for (;;) {
+		char *bigger = realloc(buf, size);
+
+		if (!bigger) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = bigger;
+		len = read_small(path, buf, size);
+		if (len < 0) {
+			free(buf);
+			return (int)len;
+		}
+		if ((size_t)len < size - 1)
+			break;
+		size *= 4;
+	}
+	memset(c, 0, sizeof(*c));
+	for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		char *v = strchr(line, ':');
+
+		if (!v)
+			continue;
+		for (v++; *v == ' ' || *v == '\t'; v++)
+			;
+		if (!strncmp(line, "Tgid:", 5)) {
+			c->tgid = (int32_t)strtol(v, NULL, 10);
+			seen |= 1;
+		} else if (!strncmp(line, "Uid:", 4)) {
+			seen |= parse_u32_list(v, c->uid, 4) == 4 ? 2 : 0;
+		} else if (!strncmp(line, "Gid:", 4)) {
+			seen |= parse_u32_list(v, c->gid, 4) == 4 ? 4 : 0;
+		} else if (!strncmp(line, "Groups:", 7)) {
+			seen |= 8;
+			while (*v && *v != '\n') {
+				char *end;
+				unsigned long id = strtoul(v, &end, 10);
+
+				if (end == v)
+					break;
+				if (n == cap) {
+					uint32_t *more;
+
+					cap = cap ? 2 * cap : 32;
+					more = realloc(g, (size_t)cap * sizeof(*g));
+					if (!more) {
+						free(g);
+						free(buf);
+						return -ENOMEM;
+					}
+					g = more;
+				}
+				g[n++] = (uint32_t)id;
+				for (v = end; *v == ' ' || *v == '\t'; v++)
+					;
+			}
+		}
+	}
+	free(buf);
+	if (seen != 15) {
+		free(g);
+		return -ESRCH;
+	}
+	*groups = g;
+	return n;
+}
+
+int tgt_caps(pid_t tid, uint64_t *eff)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, tid };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return errno == ESRCH ? -ESRCH : -errno;
+	*eff = (uint64_t)data[1].effective << 32 | data[0].effective;
+	return 0;
 }
 
 int tgt_read_syscall_regs(pid_t tid, uint64_t *sp, uint64_t *pc)
@@ -126,83 +340,7 @@ int tgt_read_syscall_regs(pid_t tid, uint64_t *sp, uint64_t *pc)
 	return 0;
 }
 
-bool tgt_fd_is_other_ipc_ns(pid_t tid, int fd, uint64_t own_ipc)
-{
-	char path[64], link[64];
-	unsigned long long ino;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)tid, fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return false;
-	link[n] = '\0';
-	return sscanf(link, "ipc:[%llu]", &ino) == 1 && ino != own_ipc;
-}
-
-static int ns_inode(pid_t tid, const char *name, uint64_t *ino)
-{
-	char path[64];
-	struct stat sb;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)tid, name);
-	if (stat(path, &sb) < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	*ino = (uint64_t)sb.st_ino;
-	return 0;
-}
-
-int tgt_read_ns(pid_t tid, struct tgt_ns *ns)
-{
-	char path[64];
-	struct stat sb;
-	int fd, ufd, err;
-
-	if ((err = ns_inode(tid, "ipc", &ns->ipc)) || (err = ns_inode(tid, "pid", &ns->pid)) ||
-	    (err = ns_inode(tid, "user", &ns->user)))
-		return err;
-
-	/* The owner of the IPC namespace decides where CAP_IPC_OWNER counts. */
-	ns->ipc_owner = 0;
-	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	ufd = ioctl(fd, NS_GET_USERNS);
-	if (ufd >= 0) {
-		if (fstat(ufd, &sb) == 0)
-			ns->ipc_owner = (uint64_t)sb.st_ino;
-		close(ufd);
-	}
-	close(fd);
-	return 0;
-}
-
-bool tgt_userns_covers(pid_t tid, uint64_t ancestor)
-{
-	char path[64];
-	struct stat sb;
-	bool found = false;
-	int fd, up;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	up = ioctl(fd, NS_GET_USERNS);
-	close(fd);
-	/* Walk from the owner towards the root; EPERM once we leave what we may see. */
-	for (fd = up; fd >= 0; fd = up) {
-		if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_ino == ancestor) {
-			found = true;
-			close(fd);
-			break;
-		}
-		up = ioctl(fd, NS_GET_PARENT);
-		close(fd);
-	}
-	return found;
-}
+/* ---- memory ---- */
 
 static int xfer_result(ssize_t n, size_t len)
 {
@@ -221,24 +359,6 @@ int tgt_read(pid_t tid, uint64_t addr, void *buf, size_t len)
 	if (!len)
 		return 0;
 	return xfer_result(process_vm_readv(tid, &local, 1, &remote, 1, 0), len);
-}
-
-int tgt_mem_open(pid_t tgid)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)tgid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-int tgt_mem_read(int fd, uint64_t addr, void *buf, size_t len)
-{
-	/* Offsets are signed: the top half of the address space is never user memory anyway. */
-	if (addr > (uint64_t)INT64_MAX - len)
-		return -EFAULT;
-	return pread(fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EFAULT;
 }
 
 int tgt_write(pid_t tid, uint64_t addr, const void *buf, size_t len)
@@ -284,6 +404,162 @@ void tgt_read2(pid_t tid, uint64_t a1, void *b1, size_t l1, int *r1, uint64_t a2
 	} else if (l2 && (size_t)got < l1 + l2) {
 		*r2 = -EFAULT;
 	}
+}
+
+/* ---- namespaces ---- */
+
+int tgt_ns_open(int pidfd, pid_t tid, enum tgt_ns_type type, bool by_pidfd)
+{
+	static const unsigned long ioctls[] = { PIDFD_GET_IPC_NAMESPACE, PIDFD_GET_USER_NAMESPACE,
+						PIDFD_GET_PID_NAMESPACE };
+	static const char *const names[] = { "ipc", "user", "pid" };
+	char path[64];
+	int fd;
+
+	if (by_pidfd && pidfd >= 0) {
+		fd = ioctl(pidfd, ioctls[type], 0);
+		return fd >= 0 ? fd : -errno;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)tid, names[type]);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : errno == ENOENT ? -ESRCH : -errno;
+}
+
+int tgt_ns_ident(int nsfd, bool with_id, struct tgt_nsid *out)
+{
+	struct stat sb;
+	union {
+		struct file_handle fh;
+		char space[sizeof(struct file_handle) + sizeof(out->handle.f)];
+	} h;
+	int mnt;
+
+	memset(out, 0, sizeof(*out));
+	if (fstat(nsfd, &sb))
+		return -errno;
+	out->ino = (uint64_t)sb.st_ino;
+	if (!with_id)
+		return 0;
+	if (ioctl(nsfd, NS_GET_ID, &out->id))
+		return -errno;
+	h.fh.handle_bytes = sizeof(out->handle.f);
+	if (name_to_handle_at(nsfd, "", &h.fh, &mnt, AT_EMPTY_PATH) == 0 &&
+	    h.fh.handle_bytes <= sizeof(out->handle.f)) {
+		out->has_handle = true;
+		out->handle.bytes = h.fh.handle_bytes;
+		out->handle.type = h.fh.handle_type;
+		memcpy(out->handle.f, h.fh.f_handle, h.fh.handle_bytes);
+	}
+	return 0;
+}
+
+int tgt_ns_reopen(const struct tgt_nsid *id)
+{
+	union {
+		struct file_handle fh;
+		char space[sizeof(struct file_handle) + sizeof(id->handle.f)];
+	} h;
+	int fd;
+
+	if (!id->has_handle)
+		return -EOPNOTSUPP;
+	h.fh.handle_bytes = id->handle.bytes;
+	h.fh.handle_type = id->handle.type;
+	memcpy(h.fh.f_handle, id->handle.f, id->handle.bytes);
+	fd = open_by_handle_at(FD_NSFS_ROOT, &h.fh, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+int tgt_ns_alive(const struct tgt_nsid *id)
+{
+	int fd = tgt_ns_reopen(id);
+
+	if (fd >= 0) {
+		/* Held for an instant only: if it was the last holder, the namespace ends now. */
+		close(fd);
+		return 1;
+	}
+	if (fd == -ESTALE)
+		return 0;
+	/* found, but not ours to open: it lives (newer kernels look it up before they refuse) */
+	return fd == -EPERM ? 1 : fd;
+}
+
+bool tgt_fd_is_other_ipc_ns(pid_t tid, int fd, uint64_t own_ino)
+{
+	char path[64], link[64];
+	unsigned long long ino;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)tid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	return sscanf(link, "ipc:[%llu]", &ino) == 1 && ino != own_ino;
+}
+
+static int ns_key(int fd, bool with_id, uint64_t *key)
+{
+	struct stat sb;
+
+	if (with_id)
+		return ioctl(fd, NS_GET_ID, key) ? -errno : 0;
+	if (fstat(fd, &sb))
+		return -errno;
+	*key = (uint64_t)sb.st_ino;
+	return 0;
+}
+
+int tgt_userns_chain(int ipc_nsfd, bool with_id, struct tgt_userns_link *chain, int max)
+{
+	int fd = ioctl(ipc_nsfd, NS_GET_USERNS), n = 0, err = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (n < max) {
+		uid_t owner;
+		int up;
+
+		if ((err = ns_key(fd, with_id, &chain[n].id)))
+			break;
+		chain[n].owner = ioctl(fd, NS_GET_OWNER_UID, &owner) ? UINT32_MAX : owner;
+		n++;
+		/* EPERM past the top we may see, or at the initial namespace */
+		up = ioctl(fd, NS_GET_PARENT);
+		close(fd);
+		fd = up;
+		if (fd < 0)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return err ? err : n;
+}
+
+int tgt_pidns_chain(int pid_nsfd, bool with_id, int levels, uint64_t *ids)
+{
+	int fd = dup(pid_nsfd), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (int level = levels - 1; level >= 0; level--) {
+		int up;
+
+		if ((err = ns_key(fd, with_id, &ids[level])))
+			break;
+		if (level == 0)
+			break;
+		up = ioctl(fd, NS_GET_PARENT);
+		if (up < 0) {
+			err = -errno;
+			break;
+		}
+		close(fd);
+		fd = up;
+	}
+	close(fd);
+	return err;
 }
 
 int tgt_read_idmap(pid_t tid, const char *which, struct tgt_idmap *m)

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The namespace registry: see nsreg.h for identity and lifetime.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "notify/nsreg.h"
+#include "lock/xpthread.h"
+
+/*
+ * User namespace maps kept at most (about 8 KiB each): ids are never reused, so an old entry is
+ * never wrong, only memory, and a program making namespaces by the million must not make ours
+ * grow without bound.
+ */
+#define USERNS_CACHE 64
+
+static uint64_t key_of(const struct tgt_nsid *kid)
+{
+	return kid->id ? kid->id : kid->ino;
+}
+
+int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv_limits *lim)
+{
+	struct tgt_nsid kid;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	xmutex_init(&r->lock);
+	CDS_INIT_LIST_HEAD(&r->namespaces);
+	CDS_INIT_LIST_HEAD(&r->usernss);
+	r->feat = feat;
+	if (lim)
+		r->limits = *lim;
+	else
+		sv_limits_host(&r->limits);
+	r->sync_limits = !lim;
+	r->my_ipc_fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
+	if (r->my_ipc_fd < 0 || tgt_ns_ident(r->my_ipc_fd, feat->ns_id, &kid))
+		return -errno;
+	r->my_ipc_key = key_of(&kid);
+	r->my_nowners = tgt_userns_chain(r->my_ipc_fd, feat->ns_id, r->my_owners, TGT_MAX_USERNS);
+	if (r->my_nowners < 0)
+		r->my_nowners = 0;
+	fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (tgt_ns_ident(fd, feat->ns_id, &kid) == 0)
+		r->my_user_key = key_of(&kid);
+	close(fd);
+	return 0;
+}
+
+/* ---- IPC namespaces ---- */
+
+void nt_ns_get(struct nt_ns *n)
+{
+	atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
+void nt_ns_put(struct nt_ns *n)
+{
+	if (atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) != 1)
+		return;
+	if (n->pin >= 0)
+		close(n->pin);
+	if (n->sem_fd >= 0)
+		close(n->sem_fd);
+	if (n->next_id_fd >= 0)
+		close(n->next_id_fd);
+	sv_ns_put(n->ns);
+	free(n);
+}
+
+/*
+ * Open an IPC namespace's semaphore sysctls from inside it: setns() applies to this thread
+ * only, and the files keep serving that namespace after we come back. Entering needs
+ * CAP_SYS_ADMIN over the namespace; without it the namespace keeps the limits it started with.
+ */
+static void open_sysctls(struct nsreg *r, struct nt_ns *n, int nsfd)
+{
+	if (r->my_ipc_fd < 0 || setns(nsfd, CLONE_NEWIPC))
+		return;
+	n->sem_fd = open("/proc/sys/kernel/sem", O_RDWR | O_CLOEXEC);
+	n->next_id_fd = open("/proc/sys/kernel/sem_next_id", O_RDWR | O_CLOEXEC);
+	if (setns(r->my_ipc_fd, CLONE_NEWIPC))
+		abort(); /* a worker left in another namespace would be wrong for good */
+}
+
+/* A new namespace, not listed yet; nsfd < 0 for a named one. No lock held: it does I/O. */
+static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const char *name, int nsfd)
+{
+	struct nt_ns *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->pin = n->sem_fd = n->next_id_fd = -1;
+	n->refcount = 1;
+	n->ns = sv_ns_new(&r->limits);
+	if (!n->ns) {
+		free(n);
+		return NULL;
+	}
+	if (name) {
+		/* served as if it were ours: capabilities count where they do in ours */
+		snprintf(n->name, sizeof(n->name), "%s", name);
+		n->persistent = true;
+		n->nowners = r->my_nowners;
+		memcpy(n->owners, r->my_owners, sizeof(n->owners));
+		return n;
+	}
+	n->kid = *kid;
+	snprintf(n->name, sizeof(n->name), "ipc:[%llu]", (unsigned long long)kid->ino);
+	n->persistent = key_of(kid) == r->my_ipc_key;
+	/* without ids, the inode number names it only while something holds it: we do */
+	if (!r->feat->ns_id && (n->pin = fcntl(nsfd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		nt_ns_put(n);
+		return NULL;
+	}
+	n->nowners = tgt_userns_chain(nsfd, r->feat->ns_id, n->owners, TGT_MAX_USERNS);
+	if (n->nowners < 0)
+		n->nowners = 0; /* no capability will count here */
+	if (r->sync_limits) {
+		open_sysctls(r, n, nsfd);
+		nt_ns_sync(n);
+	}
+	return n;
+}
+
+/* caller holds r->lock */
+static struct nt_ns *find_key(struct nsreg *r, uint64_t key)
+{
+	struct nt_ns *n;
+
+	cds_list_for_each_entry(n, &r->namespaces, node)
+		if (n->kid.ino && key_of(&n->kid) == key)
+			return n;
+	return NULL;
+}
+
+/* List n, or take the one another worker listed first. caller holds r->lock */
+static struct nt_ns *list_or_take(struct nsreg *r, struct nt_ns *n, struct nt_ns *found,
+				  struct nt_ns **drop)
+{
+	*drop = NULL;
+	if (found) {
+		nt_ns_get(found);
+		*drop = n;
+		return found;
+	}
+	nt_ns_get(n); /* the registry's */
+	n->listed = true;
+	cds_list_add_tail(&n->node, &r->namespaces);
+	return n;
+}
+
+struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd)
+{
+	struct tgt_nsid kid;
+	struct nt_ns *n, *drop;
+
+	if (tgt_ns_ident(nsfd, r->feat->ns_id, &kid))
+		return NULL;
+	xlock(&r->lock);
+	n = find_key(r, key_of(&kid));
+	if (n)
+		nt_ns_get(n);
+	xunlock(&r->lock);
+	if (n)
+		return n;
+	n = ns_new(r, &kid, NULL, nsfd);
+	if (!n)
+		return NULL;
+	xlock(&r->lock);
+	n = list_or_take(r, n, find_key(r, key_of(&kid)), &drop);
+	xunlock(&r->lock);
+	if (drop)
+		nt_ns_put(drop);
+	return n;
+}
+
+/* caller holds r->lock */
+static struct nt_ns *find_named(struct nsreg *r, const char *name)
+{
+	struct nt_ns *n;
+
+	cds_list_for_each_entry(n, &r->namespaces, node)
+		if (!n->kid.ino && !strcmp(n->name, name))
+			return n;
+	return NULL;
+}
+
+struct nt_ns *nsreg_named(struct nsreg *r, const char *name)
+{
+	struct nt_ns *n, *drop;
+
+	xlock(&r->lock);
+	n = find_named(r, name);
+	if (n)
+		nt_ns_get(n);
+	xunlock(&r->lock);
+	if (n)
+		return n;
+	n = ns_new(r, NULL, name, -1);
+	if (!n)
+		return NULL;
+	xlock(&r->lock);
+	n = list_or_take(r, n, find_named(r, name), &drop);
+	xunlock(&r->lock);
+	if (drop)
+		nt_ns_put(drop);
+	return n;
+}
+
+bool nt_ns_is(const struct nt_ns *n, int nsfd, const struct tgt_features *feat)
+{
+	struct tgt_nsid kid;
+
+	return n->kid.ino && tgt_ns_ident(nsfd, feat->ns_id, &kid) == 0 &&
+	       key_of(&kid) == key_of(&n->kid);
+}
+
+void nsreg_enter(struct nsreg *r, struct nt_ns *n)
+{
+	xlock(&r->lock);
+	n->nthreads++;
+	xunlock(&r->lock);
+}
+
+/*
+ * Is n still alive in the kernel? Without handles we pin it, so it ends with its last
+ * confined thread (nsreg.h). An answer we cannot get (an unexpected error) keeps it.
+ */
+static bool ns_dead(struct nsreg *r, struct nt_ns *n)
+{
+	if (!r->feat->ns_id || !n->kid.has_handle)
+		return true;
+	return tgt_ns_alive(&n->kid) == 0;
+}
+
+/* n is gone from the kernel: its sets go, and it leaves the list. */
+static void ns_end(struct nsreg *r, struct nt_ns *n, struct sv_wakeq *wq)
+{
+	xlock(&r->lock);
+	/* a thread that entered meanwhile proves it alive (only possible without handles) */
+	if (!n->listed || n->nthreads) {
+		xunlock(&r->lock);
+		return;
+	}
+	n->listed = false;
+	cds_list_del(&n->node);
+	xunlock(&r->lock);
+	sv_ns_shutdown(n->ns, wq);
+	if (n->pin >= 0) {
+		close(n->pin); /* without ids: let the kernel's namespace go now */
+		n->pin = -1;
+	}
+	atomic_fetch_add_explicit(&r->ended, 1, memory_order_relaxed);
+	nt_ns_put(n); /* the registry's */
+}
+
+void nsreg_leave(struct nsreg *r, struct nt_ns *n, struct sv_wakeq *wq)
+{
+	bool last;
+
+	xlock(&r->lock);
+	last = --n->nthreads == 0 && n->listed && !n->persistent;
+	xunlock(&r->lock);
+	if (last && ns_dead(r, n))
+		ns_end(r, n, wq);
+}
+
+void nsreg_probe(struct nsreg *r, struct sv_wakeq *wq)
+{
+	struct nt_ns *n, *batch[64];
+	int count = 0;
+
+	xlock(&r->lock);
+	cds_list_for_each_entry(n, &r->namespaces, node) {
+		if (n->persistent || n->nthreads)
+			continue;
+		if (count == (int)(sizeof(batch) / sizeof(batch[0])))
+			break; /* the rest next time */
+		nt_ns_get(n);
+		batch[count++] = n;
+	}
+	/* probed ones go to the back, so a long list is walked in turn */
+	for (int i = 0; i < count; i++) {
+		cds_list_del(&batch[i]->node);
+		cds_list_add_tail(&batch[i]->node, &r->namespaces);
+	}
+	xunlock(&r->lock);
+	for (int i = 0; i < count; i++) {
+		if (ns_dead(r, batch[i]))
+			ns_end(r, batch[i], wq);
+		nt_ns_put(batch[i]);
+	}
+}
+
+void nt_ns_sync(struct nt_ns *n)
+{
+	struct sv_limits lim;
+	char buf[128];
+	ssize_t len;
+	int id;
+
+	if (n->sem_fd < 0)
+		return;
+	len = pread(n->sem_fd, buf, sizeof(buf) - 1, 0);
+	if (len > 0) {
+		buf[len] = '\0';
+		if (sscanf(buf, "%d %d %d %d", &lim.semmsl, &lim.semmns, &lim.semopm,
+			   &lim.semmni) == 4)
+			sv_ns_set_limits(n->ns, &lim);
+	}
+	if (n->next_id_fd >= 0) {
+		len = pread(n->next_id_fd, buf, sizeof(buf) - 1, 0);
+		if (len > 0) {
+			buf[len] = '\0';
+			if (sscanf(buf, "%d", &id) == 1)
+				sv_ns_set_next_id(n->ns, id);
+		}
+	}
+}
+
+void nt_ns_next_id_used(struct nt_ns *n)
+{
+	if (n->next_id_fd >= 0 && pwrite(n->next_id_fd, "-1\n", 3, 0) < 0) {
+		/* the namespace is gone */
+	}
+}
+
+/* ---- user namespaces ---- */
+
+struct nt_userns *nsreg_userns_find(struct nsreg *r, uint64_t key)
+{
+	struct nt_userns *u, *found = NULL;
+
+	if (!key || !r->feat->ns_id)
+		return NULL;
+	xlock(&r->lock);
+	cds_list_for_each_entry(u, &r->usernss, node) {
+		if (u->key == key) {
+			atomic_fetch_add_explicit(&u->refcount, 1, memory_order_relaxed);
+			/* the least recently used goes first when the cache is full */
+			cds_list_del(&u->node);
+			cds_list_add_tail(&u->node, &r->usernss);
+			found = u;
+			break;
+		}
+	}
+	xunlock(&r->lock);
+	return found;
+}
+
+struct nt_userns *nsreg_userns_add(struct nsreg *r, uint64_t key, const struct tgt_idmap *uid,
+				   const struct tgt_idmap *gid)
+{
+	struct nt_userns *u = malloc(sizeof(*u)), *other, *evict = NULL;
+
+	if (!u)
+		return NULL;
+	u->key = key;
+	u->refcount = 1;
+	u->uid = *uid;
+	u->gid = *gid;
+	if (!key || !r->feat->ns_id)
+		return u; /* keyed by a reusable inode, or not written yet: the caller's alone */
+	other = nsreg_userns_find(r, key);
+	if (other) {
+		free(u);
+		return other;
+	}
+	atomic_fetch_add_explicit(&u->refcount, 1, memory_order_relaxed); /* the cache's */
+	xlock(&r->lock);
+	cds_list_add_tail(&u->node, &r->usernss);
+	if (++r->nusernss > USERNS_CACHE) {
+		evict = cds_list_first_entry(&r->usernss, struct nt_userns, node);
+		cds_list_del(&evict->node);
+		r->nusernss--;
+	}
+	xunlock(&r->lock);
+	nt_userns_put(evict);
+	return u;
+}
+
+void nt_userns_put(struct nt_userns *u)
+{
+	if (u && atomic_fetch_sub_explicit(&u->refcount, 1, memory_order_acq_rel) == 1)
+		free(u);
+}
+
+/* ---- control plane ---- */
+
+int nsreg_for_each(struct nsreg *r, int (*fn)(struct nt_ns *n, void *arg), void *arg)
+{
+	struct nt_ns *n;
+	int ret = 0;
+
+	xlock(&r->lock);
+	cds_list_for_each_entry(n, &r->namespaces, node) {
+		ret = fn(n, arg);
+		if (ret)
+			break;
+	}
+	xunlock(&r->lock);
+	return ret;
+}
+
+struct nt_ns *nsreg_find(struct nsreg *r, const char *name)
+{
+	struct nt_ns *n, *found = NULL;
+
+	xlock(&r->lock);
+	cds_list_for_each_entry(n, &r->namespaces, node)
+		if (!strcmp(n->name, name))
+			found = n; /* the newest wins: an older one of that name is about to end */
+	if (found)
+		nt_ns_get(found);
+	xunlock(&r->lock);
+	return found;
+}
+
+void nsreg_set_limits(struct nsreg *r, const struct sv_limits *lim)
+{
+	struct nt_ns *n;
+
+	xlock(&r->lock);
+	r->limits = *lim;
+	cds_list_for_each_entry(n, &r->namespaces, node)
+		sv_ns_set_limits(n->ns, lim);
+	xunlock(&r->lock);
+}
+
+void nsreg_fini(struct nsreg *r)
+{
+	struct nt_ns *n, *tn;
+	struct nt_userns *u, *tu;
+
+	cds_list_for_each_entry_safe(n, tn, &r->namespaces, node) {
+		cds_list_del(&n->node);
+		nt_ns_put(n);
+	}
+	cds_list_for_each_entry_safe(u, tu, &r->usernss, node) {
+		cds_list_del(&u->node);
+		nt_userns_put(u);
+	}
+	if (r->my_ipc_fd >= 0)
+		close(r->my_ipc_fd);
+	pthread_mutex_destroy(&r->lock);
+}

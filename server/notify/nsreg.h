@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The namespaces the supervisor serves: one engine namespace (struct sv_ns) per IPC namespace
+ * its programs live in, or per name (a listener served from a named namespace); and the uid/gid
+ * maps of the user namespaces they live in.
+ *
+ * Identity. A kernel namespace is known here by its 64-bit id (NS_GET_ID, Linux 6.18), which
+ * the kernel gives no other namespace while it runs: a namespace born later never finds the
+ * sets, limits, id sequence or statistics of one that died, whatever inode number it gets.
+ * Where the kernel has no ids, by inode number while an nsfs fd pins it (the kernel reuses an
+ * inode number only once nothing holds the namespace).
+ *
+ * Lifetime. An IPC namespace's sets end when the kernel's namespace ends: when no task, open
+ * nsfs fd or bind mount holds it any more, whether the holders were confined or not (a pod's
+ * pause container holds its pod's namespace between two served containers). The registry does
+ * not hold it: it asks, through an nsfs file handle, which opens a namespace while it lives and
+ * fails with ESTALE once it is gone. It asks when the last confined thread it knows in the
+ * namespace is gone (nsreg_leave), and about every namespace without one, once a second
+ * (nsreg_probe). Without ids and handles (before 6.18) the pin keeps the namespace alive, so
+ * there it ends with its last confined thread: an unconfined holder does not keep its sets.
+ * The supervisor's own IPC namespace and named namespaces end with the supervisor.
+ *
+ * User namespaces. A user namespace's maps are written once and never change, so the maps of
+ * the last few used are kept by id. A map not yet written is never kept: it is read again
+ * next time.
+ *
+ * Locking: reg->lock protects the lists, every nt_ns's nthreads and listed, and the user
+ * namespace list. It nests inside thread locks (ident.h) and outside nothing else; no I/O is
+ * done under it but for opening a new namespace's sysctl files and reading a new map.
+ */
+#ifndef SV_NSREG_H
+#define SV_NSREG_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <urcu/list.h>
+
+#include "engine/sem.h"
+#include "notify/target.h"
+
+struct nt_ns {
+	struct cds_list_head node; /* reg->namespaces, while listed; under reg->lock */
+	atomic_int refcount;	   /* the registry's while listed, and one per holder */
+	struct tgt_nsid kid;	   /* the kernel's namespace; zero for a named one */
+	int pin;		   /* without ids: an nsfs fd holding kid.ino; else -1 */
+	char name[64];		   /* "ipc:[INODE]" as /proc/PID/ns/ipc says, or the name */
+	struct sv_ns *ns;
+	int nthreads;	 /* confined threads known to be in it now; under reg->lock */
+	bool listed;	 /* in reg->namespaces: not found dead yet; under reg->lock */
+	bool persistent; /* named, or the supervisor's own: ends with the supervisor */
+	/*
+	 * The user namespaces from the one owning this IPC namespace up to the root, with their
+	 * owners: where a capability counts for IPC_OWNER and SYS_ADMIN here (ident.c). Read once;
+	 * the kernel never changes them.
+	 */
+	int nowners;
+	struct tgt_userns_link owners[TGT_MAX_USERNS];
+	/*
+	 * The namespace's /proc/sys/kernel/sem and sem_next_id, opened from inside it (an open
+	 * sysctl file keeps serving the namespace it was opened in, and does not keep it alive),
+	 * when its limits follow the kernel's as they would natively; -1 when limits were given.
+	 */
+	int sem_fd;
+	int next_id_fd;
+};
+
+struct nt_userns {
+	struct cds_list_head node; /* reg->usernss (least recently used first), under reg->lock */
+	atomic_int refcount;	   /* the cache's while listed, one per holder */
+	uint64_t key;		   /* its id (or, without ids, inode while a holder pins it) */
+	struct tgt_idmap uid, gid;
+};
+
+struct nsreg {
+	pthread_mutex_t lock;
+	struct cds_list_head namespaces;
+	struct cds_list_head usernss;
+	int nusernss;
+	const struct tgt_features *feat;
+	struct sv_limits limits; /* for new namespaces */
+	bool sync_limits;	 /* no limits were given: each IPC namespace's own apply */
+	int my_ipc_fd;		 /* our IPC namespace, to come back to after opening a sysctl */
+	uint64_t my_ipc_key, my_user_key;
+	/* our IPC namespace's owners (struct nt_ns.owners), for the named namespaces */
+	int my_nowners;
+	struct tgt_userns_link my_owners[TGT_MAX_USERNS];
+	atomic_uint_fast64_t ended; /* namespaces found dead and ended */
+};
+
+/* lim NULL: every IPC namespace's own limits (/proc/sys/kernel/sem), as natively. */
+int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv_limits *lim);
+/* Everything still listed is dropped; only at the supervisor's end. */
+void nsreg_fini(struct nsreg *r);
+
+/*
+ * The namespace of the IPC namespace nsfd refers to, created on first use; a reference for the
+ * caller. NULL when out of memory or when nsfd cannot be identified.
+ */
+struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd);
+/* A named namespace (created on first use), with a reference. NULL when out of memory. */
+struct nt_ns *nsreg_named(struct nsreg *r, const char *name);
+void nt_ns_get(struct nt_ns *n);
+void nt_ns_put(struct nt_ns *n);
+/* Does nsfd refer to n's namespace? */
+bool nt_ns_is(const struct nt_ns *n, int nsfd, const struct tgt_features *feat);
+
+/*
+ * A confined thread is in n (enter), or was and is not any more (leave). When the last one
+ * leaves, the kernel is asked whether n still lives; if not, n ends: its sets go (their
+ * waiters complete with EIDRM through wq, though a namespace without tasks has none) and it
+ * is unlisted. Caller holds no registry lock.
+ */
+void nsreg_enter(struct nsreg *r, struct nt_ns *n);
+void nsreg_leave(struct nsreg *r, struct nt_ns *n, struct sv_wakeq *wq);
+/* Ask the kernel about every listed namespace no confined thread is known in; end the dead. */
+void nsreg_probe(struct nsreg *r, struct sv_wakeq *wq);
+
+/* Take the IPC namespace's current limits and sem_next_id (before the calls that use them). */
+void nt_ns_sync(struct nt_ns *n);
+/* A sem_next_id we handed to the engine was used: reset it as the kernel does. */
+void nt_ns_next_id_used(struct nt_ns *n);
+
+/*
+ * User namespace maps by key (tgt_nsid.id). find: a reference, or NULL. add: the maps of the
+ * namespace with that key, which the caller read through a thread it has proven to be in it
+ * (a notification of that thread still pending after the read); a reference to the entry
+ * kept (or to the one another thread added first), or NULL when out of memory. Without ids
+ * (key 0 or !feat->ns_id) nothing is kept: add returns an entry of the caller's alone.
+ */
+struct nt_userns *nsreg_userns_find(struct nsreg *r, uint64_t key);
+struct nt_userns *nsreg_userns_add(struct nsreg *r, uint64_t key, const struct tgt_idmap *uid,
+				   const struct tgt_idmap *gid);
+void nt_userns_put(struct nt_userns *u);
+
+/* Control plane: fn for every listed namespace, under reg->lock (fn must not call back). */
+int nsreg_for_each(struct nsreg *r, int (*fn)(struct nt_ns *n, void *arg), void *arg);
+/* The listed namespace of that name (the newest if two share it), with a reference; or NULL. */
+struct nt_ns *nsreg_find(struct nsreg *r, const char *name);
+/* New limits for every listed namespace and those to come. */
+void nsreg_set_limits(struct nsreg *r, const struct sv_limits *lim);
+
+#endif
