@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resource failures on the data path, made to happen on demand (server/util/fault.h: this test
+ * links the library built with SV_FAULT_INJECT). Each must become an errno for the one call
+ * that met it (ENOMEM), never a crash of the supervisor, which goes on serving, and no value
+ * may be lost:
+ *  - epoll refusing a pidfd, when a process or a thread is first seen;
+ *  - every allocation of the data path failing in turn, over a run of calls that exercises
+ *    them all (new process, new thread, SEM_UNDO, a timed wait, GETNCNT);
+ * and one ordering a fault can widen: a removal whose commit is held back 200 ms, meanwhile
+ * its caller's credentials change, must not happen after the change.
+ *
+ * The supervisor runs in the test process; confined children install the filter and send the
+ * listener over a socketpair, then report each call's result over it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/lib/runner.h"
+
+#include "notify/handoff.h"
+#include "notify/notify.h"
+#include "tests/lib/fixture.h"
+#include "util/fault.h"
+
+/* The supervisor keeps its namespaces and records for the life of the process. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:nt_super_new\nleak:worker_main\nleak:receiver_main\nleak:ns_new\n"
+	       "leak:ident_thread\nleak:process_get\n";
+}
+
+TestSuite(faults, .timeout = 120);
+
+#define KEY 0x5e3401
+
+static struct nt_super *S;
+
+static void start(int workers)
+{
+	struct nt_config cfg = { .nworkers = workers };
+	char err[256];
+
+	S = nt_super_new(&cfg, err, sizeof(err));
+	cr_assert(S, "nt_super_new: %s", err);
+	cr_assert_eq(nt_super_start(S), 0);
+}
+
+/*
+ * Fork a confined child running body(sock) once told to go (go()); its listener is added to
+ * S. Returns its pid.
+ */
+static pid_t confined(void (*body)(int sock), int *sock_out)
+{
+	struct nt_listener_opts lo = { .name = "faults", .ns_traps = false };
+	struct ho_info info;
+	char err[256];
+	int sv[2], l;
+	pid_t p;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	p = fork();
+	cr_assert(p >= 0);
+	if (p == 0) {
+		char g;
+
+		close(sv[0]);
+		fx_confine(sv[1]);
+		if (read(sv[1], &g, 1) != 1)
+			_exit(89);
+		body(sv[1]);
+		_exit(0);
+	}
+	close(sv[1]);
+	cr_assert_eq(ho_recv(sv[0], &l, &info, 5000, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(nt_super_add_listener(S, l, &lo), 0);
+	*sock_out = sv[0];
+	return p;
+}
+
+/* A call's result as the child reports it: the value, or -errno. */
+static long result(long r)
+{
+	return r == -1 ? -errno : r;
+}
+
+static void go(int sock)
+{
+	cr_assert_eq(write(sock, "g", 1), 1);
+}
+
+static void report(int sock, long v)
+{
+	if (write(sock, &v, sizeof(v)) != sizeof(v))
+		_exit(90);
+}
+
+static long hear(int sock)
+{
+	long v;
+
+	cr_assert_eq(read(sock, &v, sizeof(v)), (ssize_t)sizeof(v), "the child said nothing");
+	return v;
+}
+
+static void wait_ok(pid_t p)
+{
+	int st;
+
+	cr_assert_eq(waitpid(p, &st, 0), p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+}
+
+static long sem_op(int id, short op, short flg)
+{
+	struct sembuf b = { 0, op, flg };
+
+	return result(syscall(SYS_semop, id, &b, 1));
+}
+
+/* ---- epoll refusing a pidfd ---- */
+
+static void *thread_semop(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+
+	return (void *)(intptr_t)sem_op(id, 1, 0);
+}
+
+static void epoll_child(int sock)
+{
+	char go;
+	pthread_t t;
+	void *r;
+	long id;
+
+	/* the first call of this process: its process record cannot be watched */
+	report(sock, result(syscall(SYS_semget, KEY, 1, IPC_CREAT | 0600)));
+	id = result(syscall(SYS_semget, KEY, 1, IPC_CREAT | 0600));
+	report(sock, id);
+	if (read(sock, &go, 1) != 1)
+		_exit(91);
+	/* a new thread: its record cannot be watched, then it can */
+	pthread_create(&t, NULL, thread_semop, (void *)(intptr_t)id);
+	pthread_join(t, &r);
+	report(sock, (long)(intptr_t)r);
+	pthread_create(&t, NULL, thread_semop, (void *)(intptr_t)id);
+	pthread_join(t, &r);
+	report(sock, (long)(intptr_t)r);
+	report(sock, result(syscall(SYS_semctl, id, 0, GETVAL)));
+}
+
+Test(faults, epoll_refusing_a_pidfd)
+{
+	int sock;
+	pid_t p;
+
+	start(1);
+	p = confined(epoll_child, &sock);
+	sv_fault_arm(SV_FAULT_EPOLL, 0, 1);
+	go(sock);
+	cr_expect_eq(hear(sock), -ENOMEM, "a process whose exit cannot be watched: ENOMEM");
+	cr_assert_geq(hear(sock), 0, "the next call of that process is served");
+	sv_fault_arm(SV_FAULT_EPOLL, 0, 1);
+	cr_assert_eq(write(sock, "g", 1), 1);
+	cr_expect_eq(hear(sock), -ENOMEM, "a thread whose exit cannot be watched: ENOMEM");
+	cr_expect_eq(hear(sock), 0, "another thread is served");
+	cr_expect_eq(hear(sock), 1, "the failed call changed nothing, the served one added 1");
+	cr_expect_eq(sv_fault_hits(SV_FAULT_EPOLL), 2);
+	wait_ok(p);
+	nt_super_stop(S);
+	nt_super_wait(S);
+}
+
+/* ---- every allocation failing in turn ---- */
+
+static void *thread_post(void *arg)
+{
+	return (void *)(intptr_t)sem_op((int)(intptr_t)arg, 1, 0);
+}
+
+/* A result neither normal (ok) nor ENOMEM, as step * 1000 - errno; else 0. */
+static long step(int n, long r, bool ok)
+{
+	return ok || r == -ENOMEM ? 0 : n * 1000L - r;
+}
+
+/*
+ * One round: a new process posts +1 with SEM_UNDO (undone at its exit), +1 plainly, waits
+ * 10 ms for zero in vain (a timer), has a thread post +1, asks GETNCNT. Reports the plain +1's
+ * that went through (they stay) and whether every result was the normal one or ENOMEM.
+ */
+static void alloc_child(int sock)
+{
+	struct sembuf zero = { 0, 0, 0 }; /* the value is never 0 then: a wait that times out */
+	struct timespec ts = { 0, 10000000 };
+	long id = -ENOMEM, r, kept = 0, odd = 0;
+	pthread_t t;
+	void *tr;
+
+	for (int i = 0; i < 3 && id == -ENOMEM; i++)
+		id = result(syscall(SYS_semget, KEY, 1, IPC_CREAT | 0600));
+	if (id < 0)
+		_exit(80);
+	r = sem_op((int)id, 1, SEM_UNDO);
+	odd = odd ?: step(1, r, r == 0);
+	r = sem_op((int)id, 1, 0);
+	odd = odd ?: step(2, r, r == 0);
+	kept += r == 0;
+	r = result(syscall(SYS_semtimedop, id, &zero, 1, &ts));
+	odd = odd ?: step(3, r, r == -EAGAIN);
+	pthread_create(&t, NULL, thread_post, (void *)(intptr_t)id);
+	pthread_join(t, &tr);
+	r = (long)(intptr_t)tr;
+	odd = odd ?: step(4, r, r == 0);
+	kept += r == 0;
+	r = result(syscall(SYS_semctl, id, 0, GETNCNT));
+	odd = odd ?: step(5, r, r == 0);
+	report(sock, kept);
+	report(sock, odd);
+}
+
+static void getval_child(int sock)
+{
+	long id = result(syscall(SYS_semget, KEY, 1, 0));
+
+	report(sock, id < 0 ? id : result(syscall(SYS_semctl, id, 0, GETVAL)));
+}
+
+Test(faults, every_allocation_failing_in_turn)
+{
+	long kept = 0, odd;
+	int sock, rounds = 32;
+	pid_t p;
+
+	/* a round allocates about six times: each of them fails in turn, four times over */
+	start(1);
+	for (int round = 0, skip = 0; round < rounds; round++, skip = round % 8) {
+		p = confined(alloc_child, &sock);
+		sv_fault_arm(SV_FAULT_ALLOC, skip, 1);
+		go(sock);
+		kept += hear(sock);
+		odd = hear(sock);
+		cr_expect_eq(odd, 0, "round %d: step %ld: %s, neither its normal result nor ENOMEM",
+			     round, odd / 1000, strerrorname_np((int)(odd % 1000)));
+		wait_ok(p);
+		close(sock);
+	}
+	sv_fault_arm(SV_FAULT_ALLOC, 0, 0);
+	cr_expect_gt(sv_fault_hits(SV_FAULT_ALLOC), rounds / 2, "few allocations were reached");
+	/* SEM_UNDO's +1 went at each exit; what stays is every plain +1 that was served */
+	p = confined(getval_child, &sock);
+	go(sock);
+	cr_expect_eq(hear(sock), kept, "a value was lost or invented");
+	wait_ok(p);
+	nt_super_stop(S);
+	nt_super_wait(S);
+}
+
+/* ---- a removal held back while its caller's credentials change ---- */
+
+static int rmid_id;
+static long rmid_result;
+
+static void *remover(void *arg)
+{
+	(void)arg;
+	rmid_result = result(semctl(rmid_id, 0, IPC_RMID));
+	return NULL;
+}
+
+static void order_child(int sock)
+{
+	struct semid_ds ds;
+	pthread_t t;
+
+	rmid_id = semget(IPC_PRIVATE, 1, 0600);
+	if (rmid_id < 0)
+		_exit(81);
+	pthread_create(&t, NULL, remover, NULL);
+	usleep(50000); /* the removal is being committed, 200 ms late */
+	if (setresuid(65534, 65534, 65534))
+		_exit(82);
+	/* every thread has dropped root now (glibc waits for them): the set must be either gone
+	   already or out of reach, and then it must stay */
+	report(sock, result(semctl(rmid_id, 0, IPC_STAT, &ds)));
+	pthread_join(t, NULL);
+	report(sock, rmid_result);
+}
+
+Test(faults, removal_never_after_a_credential_change)
+{
+	long seen, removed;
+	int sock;
+	pid_t p;
+
+	start(4);
+	p = confined(order_child, &sock);
+	/* the set's creation commits first, at once; then the removal, late */
+	sv_fault_arm(SV_FAULT_SLOW_COMMIT, 1, 1);
+	go(sock);
+	seen = hear(sock);
+	removed = hear(sock);
+	cr_expect_eq(sv_fault_hits(SV_FAULT_SLOW_COMMIT), 1, "the removal was not held back");
+	cr_assert(seen == -EACCES || seen == -EINVAL, "IPC_STAT after the drop: %ld", seen);
+	/* there after the drop (EACCES), so a removal now would be one made without root */
+	cr_expect(!(seen == -EACCES && removed == 0),
+		  "the removal was made after every thread had dropped root");
+	wait_ok(p);
+	nt_super_stop(S);
+	nt_super_wait(S);
+}
