@@ -165,3 +165,92 @@ Test(daemon_share, no_daemon)
 	cr_assert_eq(dh_daemon_stop(&d), 0);
 	check_no_daemon(d.sock, "stopped daemon");
 }
+
+/* "ipc:[INODE]" of a process's IPC namespace. */
+static void ns_name(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)pid);
+	cr_assert_eq(stat(path, &sb), 0, "%s: %s", path, strerror(errno));
+	snprintf(buf, len, "ipc:[%llu]", (unsigned long long)sb.st_ino);
+}
+
+/* Run daemon-sem ARGS inside pid's IPC namespace (nsenter), under the daemon at sock. */
+static int in_ns(pid_t pid, const char *sock, char **out, const char *const *args)
+{
+	struct dh_cmd c;
+	const char *argv[24];
+	char target[32];
+	int n = 0;
+
+	snprintf(target, sizeof(target), "--target=%d", (int)pid);
+	argv[n++] = "nsenter";
+	argv[n++] = target;
+	argv[n++] = "--ipc";
+	argv[n++] = "--";
+	for (const char *const *a = dh_prog_argv(&c, sock, "daemon-sem", args); *a && n < 23; a++)
+		argv[n++] = *a;
+	argv[n] = NULL;
+	return dh_run(argv, 30000, out);
+}
+
+/*
+ * A pod: its IPC namespace is held by a process the daemon does not serve (the pause
+ * container), and served containers come and go in it. The sets live as long as the namespace
+ * does, not as long as its served clients; once the holder is gone the namespace ends, and
+ * its sets with it, within a second or two, and the daemon's statistics say so.
+ */
+Test(daemon_share, namespace_outlives_its_clients)
+{
+	struct dh_daemon d;
+	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX], name[64], *out;
+	pid_t holder;
+	int rc, st;
+
+	dh_setup();
+	snprintf(ctlpath, sizeof(ctlpath), "%s", dh_path("ctl.sock"));
+	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
+	dh_daemon_start(&d, "d", (const char *const[]){ ctl, NULL });
+	holder = dh_spawn((const char *const[]){ "unshare", "--ipc", "sleep", "60", NULL },
+			  dh_path("holder.log"));
+	for (int i = 0; i < 200; i++) {
+		char mine[64];
+
+		ns_name(holder, name, sizeof(name));
+		ns_name(getpid(), mine, sizeof(mine));
+		if (strcmp(name, mine))
+			break;
+		dh_sleep_ms(5);
+	}
+
+	rc = in_ns(holder, d.sock, &out, (const char *const[]){ "post", "0x1111", "77", NULL });
+	cr_assert_eq(rc, 0, "the first client:\n%s", out);
+	free(out);
+	/* no served client in it now: long enough for the daemon to look at it */
+	dh_sleep_ms(1500);
+	rc = in_ns(holder, d.sock, &out, (const char *const[]){ "show", "0x1111", NULL });
+	cr_assert_eq(rc, 0, "the second client found nothing:\n%s", out);
+	cr_assert(strstr(out, "show: nsems 1 uid 0 vals 77\n"), "the set changed:\n%s", out);
+	free(out);
+
+	/* the holder goes: the namespace ends, and the daemon notices */
+	kill(holder, SIGKILL);
+	cr_assert(dh_wait(holder, 5000, &st));
+	for (int i = 0;; i++) {
+		const char *argv[] = {
+			dh_bin("semvisorctl"), "--socket", ctlpath, "stats", "--json", NULL
+		};
+
+		cr_assert_eq(dh_run(argv, 10000, &out), 0, "semvisorctl stats:\n%s", out);
+		if (!strstr(out, name) && strstr(out, "\"namespaces_ended\":1"))
+			break;
+		cr_assert(i < 100, "the dead namespace %s is still served after 5 s:\n%s", name,
+			  out);
+		free(out);
+		dh_sleep_ms(50);
+	}
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}

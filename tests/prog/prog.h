@@ -241,6 +241,15 @@ static inline const char *reap(pid_t p)
 	return how(st);
 }
 
+/* Reap a child whose own checks must all pass: "label: exited 0", else a failure here too. */
+static inline void reap_ok(pid_t p, const char *label)
+{
+	const char *h = reap(p);
+
+	printf("%s: %s\n", label, h);
+	EXPECT(!strcmp(h, "exited 0"), "%s: %s", label, h);
+}
+
 /* Reap a child that reports an errno (or 0) as its exit status: that errno's name. */
 static inline const char *reap_errno(pid_t p)
 {
