@@ -139,8 +139,17 @@ static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err
 	struct nt_process *p = process_find(s, tgid), *other;
 	struct cds_lfht_node *node;
 
-	if (p)
-		return p;
+	if (p) {
+		/*
+		 * A record whose process has been reaped, its exit event not handled yet: the
+		 * number now names another process. The caller handles the exit, then asks again.
+		 */
+		if (tgt_alive(p->src.fd) == 0)
+			return p;
+		ident_process_put(p);
+		*err = -ESTALE;
+		return NULL;
+	}
 	p = sv_fault(SV_FAULT_ALLOC) ? NULL : calloc(1, sizeof(*p));
 	if (!p) {
 		*err = -ENOMEM;
@@ -295,7 +304,7 @@ struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 	if (t)
 		return t;
 	if (tid <= 0) {
-		*err = -ESRCH; /* a caller outside our pid namespace: nobody we can read */
+		*err = -EACCES; /* a caller outside our pid namespace: nobody we can read */
 		return NULL;
 	}
 	/* Bind the record to the thread first; everything read by number is proven against it. */

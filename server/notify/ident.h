@@ -158,7 +158,11 @@ struct nt_ident {
 /* Features (tgt_probe) in use: every thread fact may be kept (the rule) when all are there. */
 bool ident_keeps(const struct nt_super *s);
 
-/* The record of tid, found or made (opening its pidfd); a reference. NULL with *err. */
+/*
+ * The record of tid, found or made (opening its pidfd); a reference. NULL with *err: -ESRCH
+ * (gone), -ENOMEM, -EACCES (not visible to us), -ESTALE (its process's record is of a process
+ * that has been reaped: handle the pending exits, nt_drain_exits(), and ask again).
+ */
 struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err);
 struct nt_thread *ident_thread_find(struct nt_super *s, int32_t tid);
 void ident_thread_put(struct nt_thread *thr);

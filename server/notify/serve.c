@@ -808,19 +808,26 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 
 /*
  * Phase 1: the caller's record, with what it read by number proven and its identity for this
- * call (ident_begin()). A record found stale (its thread died and our caller got its number
- * before we saw the exit) is replaced once. On success thr->lock is held; else the error.
+ * call (ident_begin()). A record found stale (its thread, or its whole process, died and our
+ * caller got its number before we handled the exit) is replaced: the pending exits are handled
+ * and a fresh record made. On success thr->lock is held; else the error (-ESRCH: the caller is
+ * gone; -EAGAIN: still stale after that, which a new pid cycle in between would take).
  */
 static int begin_call(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
 		      int nr, struct call_ctx *cx, struct sv_wakeq *wq)
 {
 	const uint64_t *args = (const uint64_t *)n->data.args;
 	struct nt_super *s = wk->super;
-	int err;
+	int err = -EAGAIN;
 
-	for (int attempt = 0;; attempt++) {
+	for (int attempt = 0; attempt < 3; attempt++) {
 		struct nt_thread *thr = ident_thread(s, (int32_t)n->pid, &err);
 
+		if (!thr && err == -ESTALE) {
+			nt_drain_exits(wk);
+			err = -EAGAIN;
+			continue;
+		}
 		if (!thr)
 			return err;
 		xlock(&thr->lock);
@@ -836,13 +843,17 @@ static int begin_call(struct nt_worker *wk, struct nt_listener *l, const struct 
 			return 0;
 		ident_end(&cx->id);
 		xunlock(&thr->lock);
-		if (err != -ESRCH || attempt || !nt_id_valid(l, n->id)) {
+		/* our caller waits, yet the record's thread is gone: the record is stale */
+		if (err != -ESRCH || !nt_id_valid(l, n->id)) {
 			ident_thread_put(thr);
 			return err;
 		}
 		ident_thread_stale(s, thr);
 		ident_thread_put(thr);
+		nt_drain_exits(wk);
+		err = -EAGAIN;
 	}
+	return err;
 }
 
 /*
@@ -1069,7 +1080,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		 */
 		if (err == -ESRCH)
 			NT_ADD(&wk->stats, stale, 1);
-		else if (reply(l, n->id, err == -ENOMEM ? -ENOMEM : -ENOSYS, 0))
+		else if (reply(l, n->id, err == -ENOMEM || err == -EAGAIN ? err : -ENOSYS, 0))
 			NT_ADD(&wk->stats, stale, 1);
 		nt_deliver(wk, &wq);
 		return;
