@@ -585,7 +585,7 @@ int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 
 		if (fd < 0)
 			return fd == -ESRCH || fd == -ENOENT ? -ESRCH : fd;
-		id->ns = nsreg_ipc(&s->reg, fd);
+		id->ns = nsreg_ipc(&s->reg, fd, thr->ns);
 		close(fd);
 		if (!id->ns)
 			return -ENOMEM;

@@ -117,8 +117,13 @@ static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const c
 	n->kid = *kid;
 	snprintf(n->name, sizeof(n->name), "ipc:[%llu]", (unsigned long long)kid->ino);
 	n->persistent = key_of(kid) == r->my_ipc_key;
-	/* without ids, the inode number names it only while something holds it: we do */
-	if (!r->feat->ns_id && (n->pin = fcntl(nsfd, F_DUPFD_CLOEXEC, 3)) < 0) {
+	/*
+	 * nsfd holds the namespace now, so a handle that does not open it tells that we may not
+	 * open it (open_by_handle_at says ESTALE for EPERM too): then, as without ids, we hold
+	 * it ourselves, and it ends with its last confined thread (nsreg.h).
+	 */
+	n->probed = r->feat->ns_id && kid->has_handle && tgt_ns_alive(kid) == 1;
+	if (!n->probed && (n->pin = fcntl(nsfd, F_DUPFD_CLOEXEC, 3)) < 0) {
 		nt_ns_put(n);
 		return NULL;
 	}
@@ -159,20 +164,24 @@ static struct nt_ns *list_or_take(struct nsreg *r, struct nt_ns *n, struct nt_ns
 	return n;
 }
 
-struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd)
+struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 {
 	struct tgt_nsid kid;
 	struct nt_ns *n, *drop;
+	uint64_t key;
 
-	if (tgt_ns_ident(nsfd, r->feat->ns_id, &kid))
+	if (tgt_ns_key(nsfd, r->feat->ns_id, &key))
 		return NULL;
 	xlock(&r->lock);
-	n = find_key(r, key_of(&kid));
+	n = hint && hint->listed && hint->kid.ino && key_of(&hint->kid) == key ? hint
+									       : find_key(r, key);
 	if (n)
 		nt_ns_get(n);
 	xunlock(&r->lock);
 	if (n)
 		return n;
+	if (tgt_ns_ident(nsfd, r->feat->ns_id, &kid))
+		return NULL;
 	n = ns_new(r, &kid, NULL, nsfd);
 	if (!n)
 		return NULL;
@@ -217,14 +226,6 @@ struct nt_ns *nsreg_named(struct nsreg *r, const char *name)
 	return n;
 }
 
-bool nt_ns_is(const struct nt_ns *n, int nsfd, const struct tgt_features *feat)
-{
-	struct tgt_nsid kid;
-
-	return n->kid.ino && tgt_ns_ident(nsfd, feat->ns_id, &kid) == 0 &&
-	       key_of(&kid) == key_of(&n->kid);
-}
-
 void nsreg_enter(struct nsreg *r, struct nt_ns *n)
 {
 	xlock(&r->lock);
@@ -233,12 +234,13 @@ void nsreg_enter(struct nsreg *r, struct nt_ns *n)
 }
 
 /*
- * Is n still alive in the kernel? Without handles we pin it, so it ends with its last
+ * Is n still alive in the kernel? One we cannot ask about we hold, so it ends with its last
  * confined thread (nsreg.h). An answer we cannot get (an unexpected error) keeps it.
  */
 static bool ns_dead(struct nsreg *r, struct nt_ns *n)
 {
-	if (!r->feat->ns_id || !n->kid.has_handle)
+	(void)r;
+	if (!n->probed)
 		return true;
 	return tgt_ns_alive(&n->kid) == 0;
 }

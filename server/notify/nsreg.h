@@ -16,9 +16,13 @@
  * not hold it: it asks, through an nsfs file handle, which opens a namespace while it lives and
  * fails with ESTALE once it is gone. It asks when the last confined thread it knows in the
  * namespace is gone (nsreg_leave), and about every namespace without one, once a second
- * (nsreg_probe). Without ids and handles (before 6.18) the pin keeps the namespace alive, so
- * there it ends with its last confined thread: an unconfined holder does not keep its sets.
- * The supervisor's own IPC namespace and named namespaces end with the supervisor.
+ * (nsreg_probe). Opening a handle needs CAP_SYS_ADMIN over the namespace's owner (a program's
+ * own user namespace counts), and fails with ESTALE without it, just as when the namespace is
+ * gone; so it is tried once when the namespace is first seen, alive. Where that fails, or
+ * without ids and handles (before 6.18), the registry holds the namespace with an nsfs fd
+ * (so its inode number is not reused) and it ends with its last confined thread: there an
+ * unconfined holder does not keep its sets. The supervisor's own IPC namespace and named
+ * namespaces end with the supervisor.
  *
  * User namespaces. A user namespace's maps are written once and never change, so the maps of
  * the last few used are kept by id. A map not yet written is never kept: it is read again
@@ -45,7 +49,8 @@ struct nt_ns {
 	struct cds_list_head node; /* reg->namespaces, while listed; under reg->lock */
 	atomic_int refcount;	   /* the registry's while listed, and one per holder */
 	struct tgt_nsid kid;	   /* the kernel's namespace; zero for a named one */
-	int pin;		   /* without ids: an nsfs fd holding kid.ino; else -1 */
+	int pin;		   /* when not probed: an nsfs fd holding it; else -1 */
+	bool probed;		   /* its handle opens it: the kernel tells when it ends */
 	char name[64];		   /* "ipc:[INODE]" as /proc/PID/ns/ipc says, or the name */
 	struct sv_ns *ns;
 	int nthreads;	 /* confined threads known to be in it now; under reg->lock */
@@ -97,15 +102,14 @@ void nsreg_fini(struct nsreg *r);
 
 /*
  * The namespace of the IPC namespace nsfd refers to, created on first use; a reference for the
- * caller. NULL when out of memory or when nsfd cannot be identified.
+ * caller. NULL when out of memory or when nsfd cannot be identified. hint (may be NULL): the
+ * one it probably is, looked at before the list.
  */
-struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd);
+struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint);
 /* A named namespace (created on first use), with a reference. NULL when out of memory. */
 struct nt_ns *nsreg_named(struct nsreg *r, const char *name);
 void nt_ns_get(struct nt_ns *n);
 void nt_ns_put(struct nt_ns *n);
-/* Does nsfd refer to n's namespace? */
-bool nt_ns_is(const struct nt_ns *n, int nsfd, const struct tgt_features *feat);
 
 /*
  * A confined thread is in n (enter), or was and is not any more (leave). When the last one

@@ -499,7 +499,7 @@ bool tgt_fd_is_other_ipc_ns(pid_t tid, int fd, uint64_t own_ino)
 	return sscanf(link, "ipc:[%llu]", &ino) == 1 && ino != own_ino;
 }
 
-static int ns_key(int fd, bool with_id, uint64_t *key)
+int tgt_ns_key(int fd, bool with_id, uint64_t *key)
 {
 	struct stat sb;
 
@@ -521,7 +521,7 @@ int tgt_userns_chain(int ipc_nsfd, bool with_id, struct tgt_userns_link *chain, 
 		uid_t owner;
 		int up;
 
-		if ((err = ns_key(fd, with_id, &chain[n].id)))
+		if ((err = tgt_ns_key(fd, with_id, &chain[n].id)))
 			break;
 		chain[n].owner = ioctl(fd, NS_GET_OWNER_UID, &owner) ? UINT32_MAX : owner;
 		n++;
@@ -546,7 +546,7 @@ int tgt_pidns_chain(int pid_nsfd, bool with_id, int levels, uint64_t *ids)
 	for (int level = levels - 1; level >= 0; level--) {
 		int up;
 
-		if ((err = ns_key(fd, with_id, &ids[level])))
+		if ((err = tgt_ns_key(fd, with_id, &ids[level])))
 			break;
 		if (level == 0)
 			break;

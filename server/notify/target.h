@@ -124,6 +124,8 @@ struct tgt_nsid {
  * (PIDFD_GET_*_NAMESPACE), else through /proc/TID/ns (by number). -errno on failure.
  */
 int tgt_ns_open(int pidfd, pid_t tid, enum tgt_ns_type type, bool by_pidfd);
+/* Its key: the id (with_id), else the inode number. 0 or -errno. */
+int tgt_ns_key(int nsfd, bool with_id, uint64_t *key);
 /* What names the namespace nsfd is: id (if with_id), ino, and a handle (if with_id). */
 int tgt_ns_ident(int nsfd, bool with_id, struct tgt_nsid *out);
 /* Is the namespace still alive? 1 yes, 0 no (its handle is stale), -errno: cannot tell. */
