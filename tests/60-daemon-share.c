@@ -254,3 +254,62 @@ Test(daemon_share, namespace_outlives_its_clients)
 	free(out);
 	cr_assert_eq(dh_daemon_stop(&d), 0);
 }
+
+/*
+ * Without CAP_SYS_ADMIN the daemon cannot ask the kernel whether a namespace it is not in
+ * still lives (nsreg.h): it then holds each such namespace while it serves a process in it,
+ * and ends it with its last one. Namespaces born one after the other, each likely with the
+ * last one's inode number, must still each start empty and each end.
+ */
+Test(daemon_share, namespaces_without_cap_sys_admin)
+{
+	static const char *const wrap[] = { "setpriv", "--inh-caps=-all",
+					    "--bounding-set=-all,+sys_ptrace,+chown", "--", NULL };
+	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX], *out;
+	struct dh_daemon d;
+	const int rounds = 10;
+
+	dh_setup();
+	if (system("setpriv --version >/dev/null 2>&1") != 0)
+		cr_skip_test("setpriv is not installed (Debian package util-linux)");
+	snprintf(ctlpath, sizeof(ctlpath), "%s", dh_path("ctl.sock"));
+	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
+	dh_daemon_wrap = wrap;
+	dh_daemon_start(&d, "d", (const char *const[]){ ctl, NULL });
+	dh_daemon_wrap = NULL;
+	for (int i = 0; i < rounds; i++) {
+		struct dh_cmd c;
+		const char *argv[24];
+		int n = 0, rc;
+
+		argv[n++] = "unshare";
+		argv[n++] = "--ipc";
+		argv[n++] = "--";
+		for (const char *const *a = dh_prog_argv(&c, d.sock, "daemon-sem",
+							 (const char *const[]){ "new", KEY, NULL });
+		     *a; a++)
+			argv[n++] = *a;
+		argv[n] = NULL;
+		/* a fresh namespace: its first set, whatever the last one left */
+		rc = dh_run(argv, 30000, &out);
+		cr_assert_eq(rc, 0, "round %d found an old namespace's set:\n%s", i, out);
+		cr_assert(strstr(out, "new: 0\n"), "round %d:\n%s", i, out);
+		free(out);
+	}
+	for (int i = 0;; i++) {
+		char want[64];
+		const char *argv[] = {
+			dh_bin("semvisorctl"), "--socket", ctlpath, "stats", "--json", NULL
+		};
+
+		snprintf(want, sizeof(want), "\"namespaces_ended\":%d", rounds);
+		cr_assert_eq(dh_run(argv, 10000, &out), 0, "semvisorctl stats:\n%s", out);
+		if (strstr(out, want))
+			break;
+		cr_assert(i < 100, "not every namespace ended after 5 s:\n%s", out);
+		free(out);
+		dh_sleep_ms(50);
+	}
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}

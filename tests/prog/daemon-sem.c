@@ -17,6 +17,8 @@
  *   wait KEY        blocks in semop(-1) on a keyed one-semaphore set until released
  *   ncnt KEY COUNT  waits until COUNT processes are blocked on it (GETNCNT)
  *   post KEY COUNT  adds COUNT, releasing that many waiters
+ *   new KEY         semget(KEY, 1, IPC_CREAT | IPC_EXCL | 0600): prints the id, or EEXIST when
+ *                   the key is there already
  *
  * Every blocking call has a timeout (semtimedop), so a broken daemon fails a test instead of
  * hanging it. Exit status 0 when every check held, 1 otherwise, 2 for a setup failure.
@@ -136,6 +138,12 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[1], "ncnt"))
 		return wait_ncnt((key_t)key_arg(argv[2]), atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "new")) {
+		long id =
+		    SHOW("new", semget((key_t)key_arg(argv[2]), 1, IPC_CREAT | IPC_EXCL | 0600));
+
+		return id >= 0 ? 0 : 1;
+	}
 	if (argc == 4 && !strcmp(argv[1], "post")) {
 		int id = semget((key_t)key_arg(argv[2]), 1, IPC_CREAT | 0600);
 
@@ -144,6 +152,6 @@ int main(int argc, char **argv)
 		return prog_exit_status();
 	}
 	fprintf(stderr, "usage: daemon-sem ping|pong KEY N | show KEY [rm] | gone KEY | "
-			"semget NSEMS | wait KEY | ncnt KEY COUNT | post KEY COUNT\n");
+			"semget NSEMS | wait KEY | ncnt KEY COUNT | post KEY COUNT | new KEY\n");
 	return 2;
 }
