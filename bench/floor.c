@@ -18,6 +18,10 @@
  *   notify+sync+read+idvalid  + NOTIF_ID_VALID after the read, which a correct supervisor must
  *                             also do (the read may have raced with the caller's death and pid
  *                             reuse).
+ *   notify+sync+read+creds    + PIDFD_GET_INFO on the caller's pidfd after the read instead:
+ *                             the caller's credentials, read on every call, and the same proof
+ *                             (the pidfd still names a live thread). What semvisor does
+ *                             (server/notify/ident.h); "unsupported" before Linux 6.13.
  *   ptrace                    SECCOMP_RET_TRACE; the tracer skips the call (orig_rax = -1,
  *                             rax = 0) and continues: the fallback when a listener is refused.
  *   --run-under CMD...        the same target loop executed inside an external command, e.g.
@@ -276,6 +280,15 @@ semop_failed:
 
 /* ---- rows ---------------------------------------------------------------------------------- */
 
+/* struct pidfd_info as first published (Linux 6.13): the ioctl takes its size. */
+struct pidfd_info_v0 {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+};
+#define PIDFD_INFO_CREDS  (1UL << 1)
+#define PIDFD_GET_INFO_V0 _IOWR(0xFF, 11, struct pidfd_info_v0)
+
 enum {
 	M_NOTIFY = 1u << 0,   /* target installs a USER_NOTIF filter and hands over the listener */
 	M_SYNC = 1u << 1,     /* supervisor sets SYNC_WAKE_UP (falls back when refused) */
@@ -284,6 +297,7 @@ enum {
 	M_IDVALID = 1u << 4,  /* ...then checks NOTIF_ID_VALID */
 	M_FLOOR = 1u << 5,    /* the read-inclusive floor: the denominator of every ratio */
 	M_EXEC = 1u << 6,     /* target loop runs inside an external command (--run-under) */
+	M_CREDS = 1u << 7,    /* ...then reads its credentials through its pidfd */
 };
 
 struct run;
@@ -524,7 +538,8 @@ static int notify_serve(struct run *r)
 	       resp_size = sizeof(struct seccomp_notif_resp);
 	struct seccomp_notif *req = NULL;
 	struct seccomp_notif_resp *resp = NULL;
-	int fd, ret = -1;
+	int fd, ret = -1, pidfd = -1;
+	pid_t pidfd_of = 0;
 	char go = 'g';
 
 	fd = recv_fd(r->sock[0]);
@@ -625,6 +640,23 @@ static int notify_serve(struct run *r)
 				r->bad++;
 				resp->error = -EFAULT;
 			}
+			if (flags & M_CREDS) {
+				struct pidfd_info_v0 info = { .mask = PIDFD_INFO_CREDS };
+
+				/* one pidfd per thread, opened at its first call, as semvisor does */
+				if (pidfd < 0 || pidfd_of != (pid_t)req->pid) {
+					if (pidfd >= 0)
+						close(pidfd);
+					pidfd_of = (pid_t)req->pid;
+					pidfd = (int)syscall(SYS_pidfd_open, pidfd_of, O_EXCL);
+				}
+				if (pidfd < 0 || ioctl(pidfd, PIDFD_GET_INFO_V0, &info) < 0) {
+					r->stale++; /* the caller is gone */
+					continue;
+				}
+				if (info.euid != geteuid())
+					r->bad++;
+			}
 			if (flags & M_IDVALID) {
 				if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
 					if (errno == ENOENT) {
@@ -661,6 +693,8 @@ out:
 	free(req);
 	free(resp);
 	close(fd);
+	if (pidfd >= 0)
+		close(pidfd);
 	return ret;
 }
 
@@ -768,6 +802,8 @@ static const struct mode builtin_modes[] = {
 	{ "notify+sync+read", M_NOTIFY | M_SYNC | M_READ | M_FLOOR, notify_setup, notify_serve,
 	  NULL },
 	{ "notify+sync+read+idvalid", M_NOTIFY | M_SYNC | M_READ | M_IDVALID, notify_setup,
+	  notify_serve, NULL },
+	{ "notify+sync+read+creds", M_NOTIFY | M_SYNC | M_READ | M_CREDS, notify_setup,
 	  notify_serve, NULL },
 	{ "ptrace", 0, ptrace_setup, ptrace_serve, NULL },
 };
@@ -1108,6 +1144,9 @@ static void usage(FILE *f)
 	"    notify+sync+read+idvalid\n"
 	"                      + NOTIF_ID_VALID after the read, as a correct\n"
 	"                      supervisor must also do\n"
+	"    notify+sync+read+creds\n"
+	"                      + PIDFD_GET_INFO on the caller's pidfd instead: its\n"
+	"                      credentials on every call, as semvisor reads them\n"
 	"    ptrace            SECCOMP_RET_TRACE; the tracer skips the call\n"
 	"                      (orig_rax = -1, rax = 0)\n"
 	"    LABEL             one row per --run-under: the same target loop\n"

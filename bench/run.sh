@@ -367,6 +367,11 @@ section() { # section NAME TITLE [fence]
 		[ "$f" = floor_same ] && how="all on one CPU"
 		fr=$(fmt2 "$(tsv_get "$RES/$f.tsv" semvisor-run 5)")
 		echo "| semvisor-run uncontended <= 1.15x the read-inclusive floor ($f, $how) | ${fr:-NA}x | $(verdict "${fr:-NA}" '<=' 1.15) |"
+		# credentials read on every call (server/notify/ident.h) raise the floor itself
+		fc=$(ratio "$(tsv_get "$RES/$f.tsv" semvisor-run 2)" \
+			"$(tsv_get "$RES/$f.tsv" notify+sync+read+creds 2)")
+		fcr=$(fmt2 "$(tsv_get "$RES/$f.tsv" notify+sync+read+creds 5)")
+		echo "| (what per-call credentials cost: the read+creds floor is ${fcr:-NA}x the read-inclusive floor; semvisor-run against it, $f) | ${fc:-NA}x | information |"
 		if [ "$SEMVISORD" != none ]; then
 			fd=$(fmt2 "$(tsv_get "$RES/$f.tsv" semvisord 5)")
 			dhow=$how
