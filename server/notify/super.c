@@ -814,7 +814,7 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 }
 
 static const char *const call_names[NT_NCALLS] = {
-	"semget", "semop", "semtimedop", "semctl", "credential changes", "other"
+	"semget", "semop", "semtimedop", "semctl", "namespace changes", "other"
 };
 
 void nt_stats_print(const struct nt_stats *st, FILE *f)
