@@ -167,6 +167,38 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 	return (ssize_t)len;
 }
 
+/*
+ * Read a whole /proc file into *buf (allocated, NUL-terminated; the caller frees it), however
+ * long: /proc/TID/status lists every supplementary group, up to 65536 of them, ~400 KiB of
+ * text, before the lines read after them. Its length, or -errno.
+ */
+static ssize_t read_whole(const char *path, char **buf)
+{
+	size_t size = 4096;
+	ssize_t len;
+
+	*buf = NULL;
+	for (;;) {
+		char *bigger = realloc(*buf, size);
+
+		if (!bigger) {
+			free(*buf);
+			*buf = NULL;
+			return -ENOMEM;
+		}
+		*buf = bigger;
+		len = read_small(path, *buf, size);
+		if (len < 0 || (size_t)len < size - 1)
+			break;
+		size *= 4;
+	}
+	if (len < 0) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return len;
+}
+
 static int parse_u32_list(const char *p, uint32_t *out, int max)
 {
 	int n = 0;
@@ -189,13 +221,13 @@ static int parse_u32_list(const char *p, uint32_t *out, int max)
 
 int tgt_read_status(pid_t tid, struct tgt_status *st)
 {
-	char path[64], buf[8192];
+	char path[64], *buf;
 	const char *line;
 	ssize_t len;
 	unsigned int seen = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	len = read_small(path, buf, sizeof(buf));
+	len = read_whole(path, &buf);
 	if (len < 0)
 		return (int)len;
 	memset(st, 0, sizeof(*st));
@@ -228,37 +260,22 @@ int tgt_read_status(pid_t tid, struct tgt_status *st)
 			seen |= 16;
 		}
 	}
+	free(buf);
 	/* A zombie or a half-exited thread lacks some of these: as good as gone. */
 	return seen == 31 && st->nspid_levels > 0 ? 0 : -ESRCH;
 }
 
 int tgt_read_groups(pid_t tid, struct tgt_creds *c, uint32_t **groups)
 {
-	char path[64], *buf = NULL, *line;
-	size_t size = 8192;
+	char path[64], *buf, *line;
 	ssize_t len;
 	int n = 0, cap = 0, seen = 0;
 	uint32_t *g = NULL;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	/* 65536 groups take about 400 KiB of text: grow until the whole file fits */
-	for (;;) {
-		char *bigger = realloc(buf, size);
-
-		if (!bigger) {
-			free(buf);
-			return -ENOMEM;
-		}
-		buf = bigger;
-		len = read_small(path, buf, size);
-		if (len < 0) {
-			free(buf);
-			return (int)len;
-		}
-		if ((size_t)len < size - 1)
-			break;
-		size *= 4;
-	}
+	len = read_whole(path, &buf);
+	if (len < 0)
+		return (int)len;
 	memset(c, 0, sizeof(*c));
 	for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		char *v = strchr(line, ':');

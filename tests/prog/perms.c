@@ -6,6 +6,8 @@
  *   root-noipc  uid 0 without CAP_IPC_OWNER (capset): the mode bits of the owner apply;
  *   nobody      setuid(65534), gid 65534: owner, group or other bits depending on the set;
  *   supp        uid 65534, gid 1000, supplementary group 65534: group match by supplementary gid;
+ *   manygroups  as supp, with 65534 the last of 20000 supplementary groups (a Groups: line of
+ *               /proc/TID/status far longer than a page);
  *   fsgid       uid 65534, egid 1000, fsgid 65534: the group match uses fsgid, not egid;
  *   egid        uid 65534, egid 65534, fsgid 1000: ... so this one is "other";
  *   sysadmin    uid 1000 keeping only CAP_SYS_ADMIN: IPC_SET/IPC_RMID on others' sets, but no
@@ -83,6 +85,14 @@ static void become(const char *who)
 		gid_t g = 65534;
 
 		MUST(setgroups(1, &g) == 0);
+		MUST(setgid(1000) == 0);
+	} else if (!strcmp(who, "manygroups")) {
+		static gid_t many[20000];
+
+		for (int i = 0; i < 19999; i++)
+			many[i] = 200000 + (gid_t)i;
+		many[19999] = 65534;
+		MUST(setgroups(20000, many) == 0);
 		MUST(setgid(1000) == 0);
 	} else if (!strcmp(who, "fsgid")) {
 		MUST(setgroups(0, NULL) == 0);
@@ -187,8 +197,8 @@ static void run_identity(const char *who)
 
 int main(int argc, char **argv)
 {
-	static const char *const who[] = { "root",  "root-noipc", "nobody",  "supp",
-					   "fsgid", "egid",	  "sysadmin" };
+	static const char *const who[] = { "root",	 "root-noipc", "nobody", "supp",
+					   "manygroups", "fsgid",      "egid",	 "sysadmin" };
 
 	prog_init();
 	for (size_t i = 0; i < sizeof(who) / sizeof(who[0]); i++)
