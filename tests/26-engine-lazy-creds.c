@@ -27,7 +27,8 @@ struct lazy {
 	int ngroups;
 	bool ipc_owner, sys_admin;
 	int fills_groups, fills_caps, commits;
-	bool gone;    /* cred_fill fails */
+	bool gone;    /* cred_fill says the caller is gone */
+	int fail;     /* cred_fill fails with this -errno */
 	bool abandon; /* committing fails */
 };
 
@@ -39,7 +40,9 @@ static int fill(const struct sv_caller *c, unsigned int what)
 
 	(void)c;
 	if (L.gone)
-		return -ESRCH;
+		return -SV_EGONE;
+	if (L.fail)
+		return L.fail;
 	if (what & SV_CRED_GROUPS & cr->missing) {
 		L.fills_groups++;
 		memcpy(L.fc->groups, L.groups, sizeof(L.groups));
@@ -174,6 +177,13 @@ Test(engine_lazy_creds, a_caller_that_cannot_be_asked_changes_nothing)
 	cr_expect_eq(fx_semctl(call(), id, 0, SV_SETVAL, 7, NULL), -SV_EGONE);
 	cr_expect_eq(fx_semctl(call(), id, 0, SV_IPC_RMID, 0, NULL), -SV_EGONE);
 	cr_expect_eq(sv_semget(&call()->c, 0x1234, 0, 0660), -ENOENT);
+	cr_expect_eq(fx_getval(root, id, 0), 3, "nothing changed");
+
+	/* credentials that could not be read: the call is answered with why */
+	L.gone = false;
+	L.fail = -ENOMEM;
+	cr_expect_eq(fx_semop(call(), id, NULL, NULL, SOPS({ 0, 1, 0 })), -ENOMEM);
+	cr_expect_eq(fx_semctl(call(), id, 0, SV_SETVAL, 7, NULL), -ENOMEM);
 	cr_expect_eq(fx_getval(root, id, 0), 3, "nothing changed");
 }
 

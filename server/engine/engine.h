@@ -212,11 +212,16 @@ int64_t sv_now(void);
 /* ---- sem.c ---- */
 int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops);
 void sv_sem_unlock(struct sv_set *set, int locknum);
-/* Permission checks: 0, -EACCES / -EPERM, or -SV_EGONE (the caller could not be asked). */
+/* Permission checks: 0, -EACCES / -EPERM, or cred_fill's -errno (-SV_EGONE among them). */
 int sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag);
 int sv_is_owner(const struct sv_caller *c, const struct sv_set *set);
 /* Right before an irrevocable change: 0, or -SV_EGONE (do nothing). Caller holds the locks. */
 int sv_committing(const struct sv_caller *c);
+/*
+ * err, found without the set's lock, says the set is there: once any change being committed
+ * to it is done, err, or -EINVAL if that change removed it. Caller is in RCU, holds no lock.
+ */
+int sv_settle(struct sv_set *set, int err);
 /* caller holds the set lock in complex mode */
 void sv_do_smart_update(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops,
 			bool otime, struct sv_wakeq *wq);

@@ -85,28 +85,35 @@ int sv_copy_out(const struct sv_caller *c, uint64_t addr, const void *buf, size_
 
 /* ---- permissions (ipcperms) ---- */
 
-/* Have the caller's ops fill in what its credentials lack. 0 or -SV_EGONE. */
+/*
+ * Have the caller's ops fill in what its credentials lack: 0, -SV_EGONE, or why they could not
+ * be read (the call's answer then).
+ */
 static int cred_need(const struct sv_caller *c, unsigned int what)
 {
+	int rc;
+
 	if (!(c->cred->missing & what))
 		return 0;
 	if (!c->ops || !c->ops->cred_fill)
-		return -SV_EGONE; /* nobody can tell: as if the caller were gone */
-	return c->ops->cred_fill(c, what) ? -SV_EGONE : 0;
+		return -EACCES; /* nobody can tell: no privilege is assumed */
+	rc = c->ops->cred_fill(c, what);
+	return rc < 0 ? rc : 0;
 }
 
 /*
  * in_group_p(cgid) || in_group_p(gid): fsgid, or a supplementary group, is either. The list is
- * asked for only when fsgid is neither. 1, 0, or -SV_EGONE.
+ * asked for only when fsgid is neither. 1, 0, or -errno from cred_need().
  */
 static int in_group(const struct sv_caller *c, uint32_t cgid, uint32_t gid)
 {
 	const struct sv_cred *cr = c->cred;
+	int rc;
 
 	if (cr->fsgid == cgid || cr->fsgid == gid)
 		return 1;
-	if (cred_need(c, SV_CRED_GROUPS))
-		return -SV_EGONE;
+	if ((rc = cred_need(c, SV_CRED_GROUPS)))
+		return rc;
 	for (int i = 0; i < cr->ngroups; i++)
 		if (cr->groups[i] == cgid || cr->groups[i] == gid)
 			return 1;
@@ -114,21 +121,43 @@ static int in_group(const struct sv_caller *c, uint32_t cgid, uint32_t gid)
 }
 
 /*
- * ipcperms(): 0 if granted, -EACCES, or -SV_EGONE. Lockless, under RCU: an IPC_SET racing with
- * this check is as benign here as in the kernel. The groups are looked at only when the class
- * they decide (group or other) grants differently, the capabilities only when the mode denies.
+ * A change is committed (sv_committing()) under the set lock while its caller's call is still
+ * pending, and so before anything that caller does next: a removal made before its caller
+ * dropped root, say. The call may end (a signal) between that check and the change showing,
+ * so an observer ordered after the caller's next step could still find the set there, by
+ * checks made without the lock (permission, range), and report it there after the removal's
+ * caller had lost the right to remove it. The kernel's removal cannot be seen half done by
+ * anyone ordered after its caller; waiting out the lock gives the same. Errors only: a call
+ * that goes on takes the lock anyway, and finds the set deleted then (EIDRM).
+ */
+int sv_settle(struct sv_set *set, int err)
+{
+	bool deleted;
+
+	if (err != -EACCES && err != -EINVAL && err != -EFBIG)
+		return err;
+	sv_lock(&set->lock);
+	deleted = set->deleted;
+	sv_unlock(&set->lock);
+	return deleted ? -EINVAL : err; /* as a lookup made after the removal finds it */
+}
+
+/*
+ * ipcperms(): 0 if granted, -EACCES, or -errno from cred_need(). Lockless, under RCU: an IPC_SET
+ * racing with this check is as benign here as in the kernel. The groups are looked at only when
+ * the class they decide (group or other) grants differently, the capabilities only when the
+ * mode denies.
  */
 int sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag)
 {
 	const struct sv_cred *cr = c->cred;
 	int requested = (flag >> 6) | (flag >> 3) | flag;
-	int granted = (int)SV_RELAXED(&set->mode);
+	int granted = (int)SV_RELAXED(&set->mode), in;
 
 	if (cr->euid == SV_RELAXED(&set->cuid) || cr->euid == SV_RELAXED(&set->uid)) {
 		granted >>= 6;
 	} else if (((granted >> 3) ^ granted) & requested & 0007) {
-		int in = in_group(c, SV_RELAXED(&set->cgid), SV_RELAXED(&set->gid));
-
+		in = in_group(c, SV_RELAXED(&set->cgid), SV_RELAXED(&set->gid));
 		if (in < 0)
 			return in;
 		if (in)
@@ -136,20 +165,21 @@ int sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag)
 	}
 	if (!(requested & ~granted & 0007))
 		return 0;
-	if (cred_need(c, SV_CRED_CAPS))
-		return -SV_EGONE;
+	if ((in = cred_need(c, SV_CRED_CAPS)))
+		return in;
 	return cr->cap_ipc_owner ? 0 : -EACCES;
 }
 
-/* Owner, creator, or CAP_SYS_ADMIN (IPC_SET, IPC_RMID): 0, -EPERM, or -SV_EGONE. */
+/* Owner, creator, or CAP_SYS_ADMIN (IPC_SET, IPC_RMID): 0, -EPERM, or -errno (cred_need()). */
 int sv_is_owner(const struct sv_caller *c, const struct sv_set *set)
 {
 	uint32_t euid = c->cred->euid;
+	int rc;
 
 	if (euid == SV_RELAXED(&set->cuid) || euid == SV_RELAXED(&set->uid))
 		return 0;
-	if (cred_need(c, SV_CRED_CAPS))
-		return -SV_EGONE;
+	if ((rc = cred_need(c, SV_CRED_CAPS)))
+		return rc;
 	return c->cred->cap_sys_admin ? 0 : -EPERM;
 }
 
@@ -754,12 +784,14 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 		goto out_rcu;
 	}
 	if (max >= (unsigned int)set->nsems) {
-		err = -EFBIG;
+		err = sv_settle(set, -EFBIG);
 		goto out_rcu;
 	}
 	err = sv_ipcperms(c, set, alter ? S_IWUGO_ : S_IRUGO_);
-	if (err)
+	if (err) {
+		err = sv_settle(set, err);
 		goto out_rcu;
+	}
 
 	locknum = sv_sem_lock(set, sops, nsops);
 	/*

@@ -124,9 +124,11 @@ struct sv_caller_ops {
 	bool (*uid_in)(const struct sv_caller *c, uint32_t uid, uint32_t *out);
 	bool (*gid_in)(const struct sv_caller *c, uint32_t gid, uint32_t *out);
 	/*
-	 * Fill in the credentials cred->missing names (at least those in what): 0, or -SV_EGONE.
-	 * Called under the RCU read lock, and for semget, IPC_SET and IPC_RMID with the
-	 * namespace's ids_lock held too; never under a set or semaphore lock.
+	 * Fill in the credentials cred->missing names (at least those in what): 0, -SV_EGONE (the
+	 * call is abandoned), or another -errno, which the call then returns (ENOMEM, say: the
+	 * caller waits for an answer, so it must get one). Called under the RCU read lock, and for
+	 * semget, IPC_SET and IPC_RMID with the namespace's ids_lock held too; never under a set
+	 * or semaphore lock.
 	 */
 	int (*cred_fill)(const struct sv_caller *c, unsigned int what);
 	/*

@@ -106,6 +106,7 @@ static long semctl_stat(const struct sv_caller *c, int semid, int cmd, uint64_t 
 		return -EINVAL;
 	}
 	if (cmd != SV_SEM_STAT_ANY && (ret = sv_ipcperms(c, set, S_IRUGO_))) {
+		ret = sv_settle(set, ret);
 		rcu_read_unlock();
 		return ret;
 	}
@@ -151,10 +152,12 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 		return -EINVAL;
 	}
 	if (semnum < 0 || semnum >= set->nsems) {
+		err = sv_settle(set, -EINVAL);
 		rcu_read_unlock();
-		return -EINVAL;
+		return err;
 	}
 	if ((err = sv_ipcperms(c, set, S_IWUGO_))) {
+		err = sv_settle(set, err);
 		rcu_read_unlock();
 		return err;
 	}
@@ -260,6 +263,7 @@ static long semctl_main(const struct sv_caller *c, int semid, int semnum, int cm
 		return -EINVAL;
 	}
 	if ((ret = sv_ipcperms(c, set, cmd == SV_SETALL ? S_IWUGO_ : S_IRUGO_))) {
+		ret = sv_settle(set, ret);
 		rcu_read_unlock();
 		return ret;
 	}
@@ -269,8 +273,9 @@ static long semctl_main(const struct sv_caller *c, int semid, int semnum, int cm
 		return semctl_setall(c, set, arg, wq);
 
 	if (semnum < 0 || semnum >= set->nsems) {
+		ret = sv_settle(set, -EINVAL);
 		rcu_read_unlock();
-		return -EINVAL;
+		return ret;
 	}
 	/*
 	 * A value or pid is one semaphore's business: its own lock will do in simple mode. The
