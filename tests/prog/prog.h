@@ -130,11 +130,16 @@ static inline int64_t now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/*
+ * Sleep to a deadline: under a flood of signals a relative sleep resumed with what is left may
+ * never end (each interruption costs more than the time that passed).
+ */
 static inline void sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	int64_t end = now_ns() + ms * 1000000LL;
+	struct timespec ts = { end / 1000000000LL, end % 1000000000LL };
 
-	while (nanosleep(&ts, &ts) && errno == EINTR)
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
