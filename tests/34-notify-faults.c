@@ -7,14 +7,19 @@
  *  - epoll refusing a pidfd, when a process or a thread is first seen;
  *  - every allocation of the data path failing in turn, over a run of calls that exercises
  *    them all (new process, new thread, SEM_UNDO, a timed wait, GETNCNT);
- * and one ordering a fault can widen: a removal whose commit is held back 200 ms, meanwhile
- * its caller's credentials change, must not happen after the change.
+ * and orderings a fault can widen: a removal whose commit is held back 200 ms, before or after
+ * it is decided, meanwhile its caller's credentials change, must not happen (or be seen to
+ * happen) after the change; a wake-up whose answer
+ * was lost (its caller in a signal handler) and whose undo is held back 200 ms, meanwhile the
+ * kernel restarts the call, must be settled before the restart is served.
  *
  * The supervisor runs in the test process; confined children install the filter and send the
  * listener over a socketpair, then report each call's result over it.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,7 +302,7 @@ static void order_child(int sock)
 	report(sock, rmid_result);
 }
 
-Test(faults, removal_never_after_a_credential_change)
+static void removal_order(enum sv_fault_site site)
 {
 	long seen, removed;
 	int sock;
@@ -306,15 +311,100 @@ Test(faults, removal_never_after_a_credential_change)
 	start(4);
 	p = confined(order_child, &sock);
 	/* the set's creation commits first, at once; then the removal, late */
-	sv_fault_arm(SV_FAULT_SLOW_COMMIT, 1, 1);
+	sv_fault_arm(site, 1, 1);
 	go(sock);
 	seen = hear(sock);
 	removed = hear(sock);
-	cr_expect_eq(sv_fault_hits(SV_FAULT_SLOW_COMMIT), 1, "the removal was not held back");
+	cr_expect_eq(sv_fault_hits(site), 1, "the removal was not held back");
 	cr_assert(seen == -EACCES || seen == -EINVAL, "IPC_STAT after the drop: %ld", seen);
 	/* there after the drop (EACCES), so a removal now would be one made without root */
 	cr_expect(!(seen == -EACCES && removed == 0),
 		  "the removal was made after every thread had dropped root");
+	wait_ok(p);
+	nt_super_stop(S);
+	nt_super_wait(S);
+}
+
+/* held back before it is decided: the decision sees the caller gone */
+Test(faults, removal_never_after_a_credential_change)
+{
+	removal_order(SV_FAULT_SLOW_COMMIT);
+}
+
+/* decided, then held back before it shows: whoever is ordered after the caller waits for it */
+Test(faults, removal_decided_before_a_credential_change_shows_before_it)
+{
+	removal_order(SV_FAULT_SLOW_CHANGE);
+}
+
+/* ---- a lost wake-up answer, undone late, and the call's restart ---- */
+
+static atomic_int in_handler;
+static pid_t waiter_tid;
+static int lost_id;
+
+static void slow_handler(int sig)
+{
+	(void)sig;
+	atomic_store(&in_handler, 1);
+	usleep(100000); /* the +1 completes the call that is no longer waiting */
+}
+
+static void *poster(void *arg)
+{
+	(void)arg;
+	usleep(50000); /* the waiter is parked */
+	syscall(SYS_tgkill, getpid(), waiter_tid, SIGUSR1);
+	while (!atomic_load(&in_handler))
+		;
+	return (void *)(intptr_t)sem_op(lost_id, 1, 0);
+}
+
+static void lost_child(int sock)
+{
+	struct sigaction sa = { .sa_handler = slow_handler, .sa_flags = SA_RESTART };
+	pthread_t t;
+	void *posted;
+	long waited;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	lost_id = semget(IPC_PRIVATE, 1, 0600);
+	if (lost_id < 0)
+		_exit(81);
+	waiter_tid = (pid_t)syscall(SYS_gettid);
+	pthread_create(&t, NULL, poster, NULL);
+	waited = sem_op(lost_id, -1, 0);
+	pthread_join(t, &posted);
+	report(sock, waited);
+	report(sock, (long)(intptr_t)posted);
+	report(sock, result(semctl(lost_id, 0, GETVAL)));
+}
+
+/*
+ * Natively a semop interrupted by a handler returns EINTR even with SA_RESTART, and a +1 made
+ * while the handler runs stays. Here the +1 completes the parked call, whose answer is then
+ * lost; the kernel restarts the call while the undo is held back. Served before the undo is
+ * settled, the restart would take the value a second time, or be parked and then completed
+ * by the undo: 0 returned, the value gone.
+ */
+Test(faults, restart_waits_for_a_lost_answer_to_settle)
+{
+	long waited, posted, val;
+	int sock;
+	pid_t p;
+
+	start(4);
+	p = confined(lost_child, &sock);
+	sv_fault_arm(SV_FAULT_SLOW_UNDO, 0, 1);
+	go(sock);
+	waited = hear(sock);
+	posted = hear(sock);
+	val = hear(sock);
+	cr_assert_eq(posted, 0);
+	if (sv_fault_hits(SV_FAULT_SLOW_UNDO) == 0)
+		cr_log_warn("the +1 did not meet the lost answer: the ordering was not exercised");
+	cr_expect_eq(waited, -EINTR, "the interrupted semop, restarted by the kernel: %ld", waited);
+	cr_expect_eq(val, 1, "the +1 made while the handler ran stays");
 	wait_ok(p);
 	nt_super_stop(S);
 	nt_super_wait(S);

@@ -287,12 +287,6 @@ struct nt_thread *ident_thread_find(struct nt_super *s, int32_t tid)
 	return t;
 }
 
-/* A record is watched (its own exit event) when it is a non-leader with a thread pidfd. */
-static bool watched(const struct nt_thread *t)
-{
-	return t->src.fd >= 0 && t->tid != t->proc->tgid;
-}
-
 struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 {
 	struct nt_thread *t = ident_thread_find(s, tid), *other;
@@ -338,6 +332,11 @@ struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 	t->proc = p;	 /* takes process_get()'s reference */
 	t->refcount = 2; /* the table's and the caller's */
 	t->src = (struct nt_src){ SRC_THREAD, fd };
+	/*
+	 * A non-leader's record goes with its own exit; the leader's with its process, since a
+	 * non-leader's exec hands the leader's number, and so this record, to that thread.
+	 */
+	t->watched = fd >= 0 && tid != p->tgid;
 	cds_lfht_node_init(&t->node);
 	xmutex_init(&t->lock);
 
@@ -361,14 +360,23 @@ struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 	cds_list_add_tail(&t->proc_node, &p->threads);
 	xunlock(&p->lock);
 	xunlock(&s->tables_lock);
-	/*
-	 * A non-leader's record goes with its own exit; the leader's with its process, since a
-	 * non-leader's exec hands the leader's number, and so this record, to that thread.
-	 */
-	if (watched(t) && (*err = nt_watch(s, &t->src))) {
-		t->src.fd = -1; /* never watched: the table's reference is ours to drop */
-		close(fd);
+	/* Watched only once listed: its exit event always finds it in the table (or gone from it). */
+	if (t->watched && (*err = nt_watch(s, &t->src))) {
+		bool orphan;
+
+		/*
+		 * Never watched, so no event will drop the table's reference. The record is
+		 * listed and may be in use: its pidfd stays open till the last reference. If a
+		 * stale removal took it out while it still looked watched, it left that reference
+		 * to the event, which is now ours to drop.
+		 */
+		xlock(&s->tables_lock);
+		atomic_store(&t->watched, false);
+		orphan = cds_lfht_is_node_deleted(&t->node);
+		xunlock(&s->tables_lock);
 		ident_thread_stale(s, t);
+		if (orphan)
+			ident_thread_put(t);
 		ident_thread_put(t);
 		return NULL;
 	}
@@ -386,12 +394,13 @@ fail_fd:
 
 /*
  * Take thr out of the tables: its parked call is dropped, it leaves its namespace (which may
- * end it: what that completes goes to wq). The table's reference is dropped here when drop_ref:
- * by the exit event for a watched record, by whoever removes an unwatched one.
+ * end it: what that completes goes to wq). The table's reference is dropped by the exit event
+ * (exit_event) for a watched record, by whoever takes an unwatched one out of the table.
  */
-static void thread_remove(struct nt_super *s, struct nt_thread *thr, bool drop_ref,
+static void thread_remove(struct nt_super *s, struct nt_thread *thr, bool exit_event,
 			  struct sv_wakeq *wq)
 {
+	bool drop;
 	struct nt_ns *ns;
 	bool removed;
 
@@ -417,8 +426,9 @@ static void thread_remove(struct nt_super *s, struct nt_thread *thr, bool drop_r
 		cds_list_del(&thr->proc_node);
 		xunlock(&thr->proc->lock);
 	}
+	drop = exit_event || (removed && !atomic_load(&thr->watched));
 	xunlock(&s->tables_lock);
-	if (drop_ref && (removed || watched(thr)))
+	if (drop)
 		ident_thread_put(thr); /* the table's */
 }
 
@@ -426,9 +436,8 @@ void ident_thread_stale(struct nt_super *s, struct nt_thread *thr)
 {
 	struct sv_wakeq wq;
 
-	/* A watched record's exit event is on its way: it drops the table's reference. */
 	sv_wakeq_init(&wq);
-	thread_remove(s, thr, !watched(thr), &wq);
+	thread_remove(s, thr, false, &wq);
 	nt_deliver(NULL, &wq);
 }
 
@@ -478,8 +487,8 @@ void ident_process_exited(struct nt_super *s, struct nt_process *p, struct sv_wa
 			nt_drop_parked(NULL, t, false);
 		t->dead = true;
 		xunlock(&t->lock);
-		if (!watched(t))
-			thread_remove(s, t, true, wq);
+		if (!atomic_load(&t->watched))
+			thread_remove(s, t, false, wq);
 		ident_thread_put(t);
 		xlock(&p->lock);
 	}
@@ -508,6 +517,19 @@ void ident_process_exited(struct nt_super *s, struct nt_process *p, struct sv_wa
 
 /* ---- one call ---- */
 
+int ident_current(struct nt_thread *thr)
+{
+	struct tgt_status st;
+
+	if (thr->dead)
+		return -ESRCH;
+	if (thr->src.fd >= 0)
+		return tgt_alive(thr->src.fd) ? -ESRCH : 0;
+	if (tgt_read_status(thr->tid, &st))
+		return -ESRCH;
+	return st.creds.tgid == thr->proc->tgid && !tgt_alive(thr->proc->src.fd) ? 0 : -ESRCH;
+}
+
 /* Prove what was read by number since the last proof: the pidfd, or the notification. */
 static int prove(struct nt_ident *id, bool and_same_creds)
 {
@@ -525,16 +547,21 @@ int ident_prove(struct nt_ident *id)
 	return prove(id, true);
 }
 
-/* Switch the record to the namespace this call found it in. Caller holds thr->lock. */
-static void thread_enters(struct nt_ident *id, struct nt_ns *n, struct sv_wakeq *wq)
+/*
+ * The record is in the namespace this call found it in (id->ns, counted in by nsreg_ipc()).
+ * Caller holds thr->lock.
+ */
+static void thread_enters(struct nt_ident *id, struct sv_wakeq *wq)
 {
 	struct nt_thread *thr = id->thr;
-	struct nt_ns *old = thr->ns;
+	struct nt_ns *old = thr->ns, *n = id->ns;
 
-	if (old == n)
+	if (old == n) {
+		/* counted in already, by this record: the lookup's count goes back */
+		nsreg_leave(&id->s->reg, n, wq);
 		return;
-	nt_ns_get(n);
-	nsreg_enter(&id->s->reg, n);
+	}
+	nt_ns_get(n); /* the record's; it takes the lookup's count */
 	thr->ns = n;
 	if (old) {
 		nsreg_leave(&id->s->reg, old, wq);
@@ -545,7 +572,7 @@ static void thread_enters(struct nt_ident *id, struct nt_ns *n, struct sv_wakeq 
 int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 		struct nt_thread *thr, uint64_t notif_id, struct sv_wakeq *wq)
 {
-	bool keep = false, proven = false;
+	bool keep = false, proven = false, entered = false;
 	int rc;
 
 	memset(id, 0, sizeof(*id));
@@ -565,6 +592,13 @@ int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 
 		rc = tgt_read_status(thr->tid, &st);
 		id->kc = st.creds;
+		/*
+		 * A record not bound to its thread by a pidfd: the number found in another
+		 * process, or in one that has been reaped, is not this record's thread any more
+		 * (the caller replaces the record).
+		 */
+		if (!rc && (st.creds.tgid != thr->proc->tgid || tgt_alive(thr->proc->src.fd)))
+			rc = -ESRCH;
 	}
 	if (rc)
 		return rc == -ESRCH ? -ESRCH : rc;
@@ -573,39 +607,37 @@ int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 	id->cred.fsgid = id->kc.gid[3];
 	id->cred.missing = SV_CRED_GROUPS | SV_CRED_CAPS;
 
-	/* The IPC namespace. */
+	/* The IPC namespace. A mixed process keeps none: its exec may have moved the leader. */
 	if (l->fixed_ns) {
 		id->ns = l->fixed_ns;
 		nt_ns_get(id->ns);
-	} else if (thr->ns_kept && thr->ns) {
+	} else if (thr->ns_kept && thr->ns && !atomic_load(&thr->proc->mixed_ns)) {
 		id->ns = thr->ns;
 		nt_ns_get(id->ns);
 	} else {
 		int fd = tgt_ns_open(thr->src.fd, thr->tid, TGT_NS_IPC, s->feat.pidfd_ns);
 
 		if (fd < 0)
-			return fd == -ESRCH || fd == -ENOENT ? -ESRCH : fd;
+			return fd == -ESRCH || fd == -ENOENT ? -ESRCH : -ENOMEM;
+		/* counted in at once, so that it cannot end before this thread enters it */
 		id->ns = nsreg_ipc(&s->reg, fd, thr->ns);
 		close(fd);
 		if (!id->ns)
 			return -ENOMEM;
+		entered = true;
 		/* (read through the pidfd where reads are kept; else by number, proven below) */
-		keep = ident_keeps(s) && l->ns_traps;
-	}
-	if (keep) {
-		xlock(&thr->proc->lock);
-		keep = !thr->proc->mixed_ns;
-		xunlock(&thr->proc->lock);
+		keep = ident_keeps(s) && l->ns_traps && !atomic_load(&thr->proc->mixed_ns);
 	}
 	/* Kept facts must have been read while it waited: the notification proves that too. */
-	if (!proven || keep) {
-		if (!nt_id_valid(l, notif_id))
-			return -ESRCH;
+	if ((!proven || keep) && !nt_id_valid(l, notif_id)) {
+		if (entered)
+			nsreg_leave(&s->reg, id->ns, wq);
+		return -ESRCH;
 	}
-	if (!l->fixed_ns)
-		thread_enters(id, id->ns, wq);
-	if (keep)
-		thr->ns_kept = true;
+	if (entered) {
+		thread_enters(id, wq);
+		thr->ns_kept = keep;
+	}
 	return 0;
 }
 
@@ -742,6 +774,17 @@ static bool has_cap(const struct nt_ns *n, uint64_t user, uint32_t euid, uint64_
 	return false;
 }
 
+/*
+ * A read for cred_fill failed with err: the caller gone (-ESRCH, nothing to answer) if the
+ * proof says so, else why, for the call's answer (a shortage of fds or memory is ENOMEM).
+ */
+static int fill_failed(struct nt_ident *id, int err)
+{
+	if (prove(id, false))
+		return -ESRCH;
+	return err == -EACCES || err == -EPERM ? -EACCES : -ENOMEM;
+}
+
 int ident_cred_fill(struct nt_ident *id, unsigned int what)
 {
 	struct sv_cred *cr = &id->cred;
@@ -756,17 +799,18 @@ int ident_cred_fill(struct nt_ident *id, unsigned int what)
 		/* read with the credentials they go with, which must be the call's */
 		n = tgt_read_groups(id->thr->tid, &now, &groups);
 		if (n < 0)
-			return n;
+			return fill_failed(id, n);
 		free(id->groups);
 		id->groups = groups;
+		/* changed since the call began: it ran on, so it no longer waits for this call */
 		if (!same_creds(&now, &id->kc))
 			return -ESRCH;
 		cr->groups = groups;
 		cr->ngroups = n;
 	}
 	if (what & SV_CRED_CAPS) {
-		if (tgt_caps(id->thr->tid, &eff) || userns_key(id, &user))
-			return -ESRCH;
+		if ((n = tgt_caps(id->thr->tid, &eff)) || (n = userns_key(id, &user)))
+			return fill_failed(id, n);
 		cr->cap_ipc_owner = has_cap(id->ns, user, cr->euid, eff, CAP_IPC_OWNER_BIT);
 		cr->cap_sys_admin = has_cap(id->ns, user, cr->euid, eff, CAP_SYS_ADMIN_BIT);
 	}
@@ -780,7 +824,10 @@ int ident_cred_fill(struct nt_ident *id, unsigned int what)
 int ident_committing(struct nt_ident *id)
 {
 	sv_fault_pause(SV_FAULT_SLOW_COMMIT, 200);
-	return nt_id_valid(id->l, id->notif_id) ? 0 : -ESRCH;
+	if (!nt_id_valid(id->l, id->notif_id))
+		return -ESRCH;
+	sv_fault_pause(SV_FAULT_SLOW_CHANGE, 200);
+	return 0;
 }
 
 /* ---- GETPID across pid namespaces ---- */

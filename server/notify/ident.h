@@ -97,11 +97,11 @@ struct nt_process {
 	struct nt_super *super;
 	atomic_int refcount; /* the table's, one per thread record, one per user */
 	int32_t tgid;
-	pthread_mutex_t lock; /* svp, svp_ns, threads, mixed_ns, exited */
+	pthread_mutex_t lock; /* svp, svp_ns, threads, exited */
 	struct sv_proc *svp;
 	struct nt_ns *svp_ns;	      /* a reference while svp is set */
 	struct cds_list_head threads; /* struct nt_thread.proc_node */
-	bool mixed_ns;		      /* a non-leader changed IPC namespace: keep none */
+	atomic_bool mixed_ns;	      /* a non-leader changed IPC namespace: keep none */
 	bool exited;
 	/* pid namespaces, for GETPID: nspid[i] is its pid at level i (0: the supervisor's), in
 	   pid namespace pidns[i] (an id, or an inode without ids) */
@@ -124,6 +124,9 @@ struct nt_thread {
 	struct rcu_head rcu;
 	struct nt_src src; /* its pidfd (PIDFD_THREAD), or -1 where the kernel has none */
 	atomic_int refcount;
+	/* Its pidfd's exit event drops the table's reference (else whoever takes the record out
+	   of the table does). Turns false only under s->tables_lock, if it cannot be watched. */
+	atomic_bool watched;
 	int32_t tid;
 	struct nt_process *proc;	/* reference */
 	struct cds_list_head proc_node; /* proc->threads, under proc->lock */
@@ -171,6 +174,13 @@ void ident_thread_put(struct nt_thread *thr);
  * tables, so that the next lookup makes a fresh one. Its parked call, if any, is dropped.
  */
 void ident_thread_stale(struct nt_super *s, struct nt_thread *thr);
+
+/*
+ * Is thr's record still its thread's, or has the thread gone and its number been given to
+ * another? 0 or -ESRCH. Without a thread pidfd this reads by number: the caller proves it (the
+ * notification of thr's call still pending). Caller holds thr->lock.
+ */
+int ident_current(struct nt_thread *thr);
 
 /*
  * Start a call of thr (received as notification notif_id on l): prove what was read by number

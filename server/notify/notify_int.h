@@ -5,13 +5,17 @@
  * own.
  *
  * Lock nesting, outermost first:
- *   thr->lock  >  engine locks (engine.h)  >  s->timers_lock, s->parked_lock, proc->lock,
- *                                             reg->lock
- *   s->tables_lock (creation and removal of records) is never held with any of them except
- *   proc->lock inside it; s->lock (listeners) and s->exits_lock are held alone.
- * Workers hold no lock while they wait, send answers, or read a target's memory or /proc, except
- * that a thread's own lock is held while its call is evaluated (its notification is pending,
- * so nobody else needs the lock but a deliverer, canceller or timer of that thread's parked call).
+ *   s->exits_lock  >  thr->lock  >  reg->lock  >  engine locks (engine.h)  >
+ *       s->timers_lock, s->parked_lock, proc->lock
+ *   s->tables_lock (creation and removal of records) is held with none of the middle ones,
+ *   only inside s->exits_lock and with proc->lock inside it; s->lock (listeners) is held alone.
+ * Workers hold no lock while they wait, except a thread's own lock while one of its calls is
+ * decided and answered (its notification is pending, so nobody else needs the lock but a
+ * deliverer, canceller or timer of that thread's parked call, and its own next call, which
+ * must find the answer's fate settled), and reads of its memory or /proc made for that call.
+ * The engine may ask for the caller's groups and capabilities (ident_cred_fill()) under
+ * ns->ids_lock, as the kernel checks permissions under its ids rwsem: /proc/TID/status,
+ * capget() and the namespace files never wait for the target, so no caller can stall others.
  */
 #ifndef SV_NOTIFY_INT_H
 #define SV_NOTIFY_INT_H

@@ -148,17 +148,22 @@ static struct nt_ns *find_key(struct nsreg *r, uint64_t key)
 	return NULL;
 }
 
-/* List n, or take the one another worker listed first. caller holds r->lock */
-static struct nt_ns *list_or_take(struct nsreg *r, struct nt_ns *n, struct nt_ns *found,
+/*
+ * List n, or take the one another worker listed first; a reference for the caller, and a
+ * confined thread counted in when enter. caller holds r->lock
+ */
+static struct nt_ns *list_or_take(struct nsreg *r, struct nt_ns *n, struct nt_ns *found, bool enter,
 				  struct nt_ns **drop)
 {
 	*drop = NULL;
 	if (found) {
 		nt_ns_get(found);
+		found->nthreads += enter;
 		*drop = n;
 		return found;
 	}
 	nt_ns_get(n); /* the registry's */
+	n->nthreads += enter;
 	n->listed = true;
 	cds_list_add_tail(&n->node, &r->namespaces);
 	return n;
@@ -175,8 +180,10 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 	xlock(&r->lock);
 	n = hint && hint->listed && hint->kid.ino && key_of(&hint->kid) == key ? hint
 									       : find_key(r, key);
-	if (n)
+	if (n) {
 		nt_ns_get(n);
+		n->nthreads++;
+	}
 	xunlock(&r->lock);
 	if (n)
 		return n;
@@ -186,7 +193,7 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 	if (!n)
 		return NULL;
 	xlock(&r->lock);
-	n = list_or_take(r, n, find_key(r, key_of(&kid)), &drop);
+	n = list_or_take(r, n, find_key(r, key_of(&kid)), true, &drop);
 	xunlock(&r->lock);
 	if (drop)
 		nt_ns_put(drop);
@@ -219,18 +226,11 @@ struct nt_ns *nsreg_named(struct nsreg *r, const char *name)
 	if (!n)
 		return NULL;
 	xlock(&r->lock);
-	n = list_or_take(r, n, find_named(r, name), &drop);
+	n = list_or_take(r, n, find_named(r, name), false, &drop);
 	xunlock(&r->lock);
 	if (drop)
 		nt_ns_put(drop);
 	return n;
-}
-
-void nsreg_enter(struct nsreg *r, struct nt_ns *n)
-{
-	xlock(&r->lock);
-	n->nthreads++;
-	xunlock(&r->lock);
 }
 
 /*

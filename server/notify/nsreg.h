@@ -102,8 +102,10 @@ void nsreg_fini(struct nsreg *r);
 
 /*
  * The namespace of the IPC namespace nsfd refers to, created on first use; a reference for the
- * caller. NULL when out of memory or when nsfd cannot be identified. hint (may be NULL): the
- * one it probably is, looked at before the list.
+ * caller, and a confined thread counted in (the caller's thread: nsreg_leave() when it is not
+ * in it after all), both under one lock, so that it cannot end in between. NULL when out of
+ * memory or when nsfd cannot be identified. hint (may be NULL): the one it probably is,
+ * looked at before the list.
  */
 struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint);
 /* A named namespace (created on first use), with a reference. NULL when out of memory. */
@@ -112,12 +114,11 @@ void nt_ns_get(struct nt_ns *n);
 void nt_ns_put(struct nt_ns *n);
 
 /*
- * A confined thread is in n (enter), or was and is not any more (leave). When the last one
- * leaves, the kernel is asked whether n still lives; if not, n ends: its sets go (their
- * waiters complete with EIDRM through wq, though a namespace without tasks has none) and it
- * is unlisted. Caller holds no registry lock.
+ * A confined thread counted in by nsreg_ipc() is not in n any more. When the last one leaves,
+ * the kernel is asked whether n still lives; if not, n ends: its sets go (their waiters
+ * complete with EIDRM through wq, though a namespace without tasks has none) and it is
+ * unlisted. Caller holds no registry lock.
  */
-void nsreg_enter(struct nsreg *r, struct nt_ns *n);
 void nsreg_leave(struct nsreg *r, struct nt_ns *n, struct sv_wakeq *wq);
 /* Ask the kernel about every listed namespace no confined thread is known in; end the dead. */
 void nsreg_probe(struct nsreg *r, struct sv_wakeq *wq);

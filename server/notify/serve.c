@@ -369,11 +369,15 @@ void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 		int status = sv_waiter_result(w);
 		bool adopted;
 
+		/*
+		 * The answer goes, and a lost one is undone and recorded, under the thread's
+		 * lock: its next call (a restart) waits for all of that, so it can neither run
+		 * the call a second time nor consume what is being undone.
+		 */
 		xlock(&thr->lock);
 		if (thr->parked == r)
 			thr->parked = NULL;
 		adopted = r->adopted;
-		xunlock(&thr->lock);
 		req_detach(s, r);
 
 		if (adopted) {
@@ -390,14 +394,14 @@ void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 			 * interrupted wait, which natively returns EINTR. If later calls used what
 			 * it produced it stays done, and a restart gets its result.
 			 */
-			bool kept = sv_waiter_rollback(w, wq) == -ERANGE;
+			bool kept;
 
-			xlock(&thr->lock);
+			sv_fault_pause(SV_FAULT_SLOW_UNDO, 200);
+			kept = sv_waiter_rollback(w, wq) == -ERANGE;
 			if (kept)
 				record(&thr->kept, r->nr, r->args, status);
 			else
 				record(&thr->interrupted, r->nr, r->args, -EINTR);
-			xunlock(&thr->lock);
 			if (kept)
 				NT_ADD(st, kept, 1);
 			else if (status == 0)
@@ -405,6 +409,7 @@ void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 			else
 				NT_ADD(st, stale, 1);
 		}
+		xunlock(&thr->lock);
 		sv_waiter_free(w);
 		nt_req_put(r);
 	}
@@ -729,29 +734,34 @@ static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int se
 /*
  * unshare(CLONE_SYSVSEM), unshare(CLONE_NEWIPC) and setns() into another IPC namespace apply a
  * process's undo list at once when it is the list's only holder (exit_sem() in the kernel), and
- * it starts afresh. Called once the call is let through; not when it is sure to fail
- * (CLONE_NEWIPC without CLONE_NEWUSER needs CAP_SYS_ADMIN). A multi-threaded process shares
- * its list with the other threads natively, so nothing is applied then. Caller holds thr->lock.
+ * it starts afresh. Decided before the call runs, by reads the caller proves: not when it is
+ * sure to fail (CLONE_NEWIPC without CLONE_NEWUSER needs CAP_SYS_ADMIN). A multi-threaded
+ * process shares its list with the other threads natively, so nothing is applied then.
+ * Caller holds thr->lock.
  */
-static void undo_at_unshare(struct nt_thread *thr, bool unshare, uint64_t flags, int fd,
-			    struct sv_wakeq *wq)
+static bool undo_applies(const struct nt_thread *thr, bool unshare, uint64_t flags, int fd)
 {
-	struct nt_process *p = thr->proc;
 	struct tgt_status st;
+
+	if (unshare) {
+		if (!(flags & (CLONE_SYSVSEM | CLONE_NEWIPC)))
+			return false;
+	} else if (!(flags == 0 || flags == CLONE_NEWIPC) || !thr->ns ||
+		   !tgt_fd_is_other_ipc_ns(thr->tid, fd, thr->ns->kid.ino)) {
+		return false;
+	}
+	if (tgt_read_status(thr->tid, &st) || st.threads != 1)
+		return false;
+	return !(unshare && (flags & CLONE_NEWIPC) && !(flags & CLONE_NEWUSER) &&
+		 !(st.cap_eff & (1ull << 21))); /* else EPERM: nothing changes */
+}
+
+/* The call ran: the process's undo list is applied and it starts afresh. */
+static void undo_detach(struct nt_process *p, struct sv_wakeq *wq)
+{
 	struct sv_proc *svp;
 	struct nt_ns *svp_ns;
-	bool applies;
 
-	if (unshare)
-		applies = flags & (CLONE_SYSVSEM | CLONE_NEWIPC);
-	else
-		applies = (flags == 0 || flags == CLONE_NEWIPC) && thr->ns &&
-			  tgt_fd_is_other_ipc_ns(thr->tid, fd, thr->ns->kid.ino);
-	if (!applies || tgt_read_status(thr->tid, &st) || st.threads != 1)
-		return;
-	if (unshare && (flags & CLONE_NEWIPC) && !(flags & CLONE_NEWUSER) &&
-	    !(st.cap_eff & (1ull << 21)))
-		return; /* EPERM: nothing changes */
 	xlock(&p->lock);
 	svp = p->svp;
 	svp_ns = p->svp_ns;
@@ -770,7 +780,8 @@ static void undo_at_unshare(struct nt_thread *thr, bool unshare, uint64_t flags,
  * A trapped unshare or setns (filter.h): the thread's kept namespaces go (ident.h), then the
  * call runs as it would without us (CONTINUE is no security decision here), then the undo list
  * is applied if the call detaches it. The thread's lock is held throughout, so its next call,
- * which may come as soon as the call has run, finds all of this done.
+ * which may come as soon as the call has run, finds all of this done. A record whose thread is
+ * gone (its number now another's) is dropped, not acted on.
  */
 static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 			    const struct seccomp_notif *n, bool unshare, bool i386)
@@ -778,26 +789,38 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 	struct nt_thread *thr = ident_thread_find(wk->super, (int32_t)n->pid);
 	uint64_t mask = i386 ? 0xffffffffull : ~0ull;
 	uint64_t flags = (unshare ? n->data.args[0] : n->data.args[1] & 0xffffffffull) & mask;
+	bool applies = false;
 	struct sv_wakeq wq;
 	int rc;
 
 	NT_ADD(&wk->stats, calls[NT_NS_CHANGE], 1);
 	sv_wakeq_init(&wq);
 	if (thr) {
+		bool gone, waits;
+
 		xlock(&thr->lock);
+		gone = ident_current(thr) != 0;
+		waits = nt_id_valid(l, n->id); /* (proves what ident_current() read by number) */
+		if (gone || !waits) {
+			xunlock(&thr->lock);
+			if (gone && waits)
+				ident_thread_stale(wk->super, thr);
+			ident_thread_put(thr);
+			thr = NULL;
+		}
+	}
+	if (thr) {
 		ident_forget_ns(thr);
 		/* a non-leader in a namespace of its own: its exec would take the leader's record */
-		if (thr->tid != thr->proc->tgid && (flags == 0 || (flags & CLONE_NEWIPC))) {
-			xlock(&thr->proc->lock);
-			thr->proc->mixed_ns = true;
-			xunlock(&thr->proc->lock);
-		}
+		if (thr->tid != thr->proc->tgid && (flags == 0 || (flags & CLONE_NEWIPC)))
+			atomic_store(&thr->proc->mixed_ns, true);
+		applies = undo_applies(thr, unshare, flags, (int)(n->data.args[0] & 0xffffffff)) &&
+			  nt_id_valid(l, n->id); /* (what it read by number was our caller's) */
 	}
 	rc = reply(l, n->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 	if (thr) {
-		if (rc == 0)
-			undo_at_unshare(thr, unshare, flags, (int)(n->data.args[0] & 0xffffffff),
-					&wq);
+		if (rc == 0 && applies)
+			undo_detach(thr->proc, &wq);
 		xunlock(&thr->lock);
 		ident_thread_put(thr);
 	}
@@ -970,7 +993,7 @@ static long call_semctl(struct nt_worker *wk, struct call_ctx *cx, const uint64_
 	case SV_IPC_SET:
 		/* ids go through the caller's user namespace, under engine locks: read it now */
 		if ((rc = ident_userns(&cx->id)))
-			return rc == -ESRCH ? -SV_EGONE : rc;
+			return rc == -ESRCH ? -SV_EGONE : -ENOMEM;
 		break;
 	case SV_GETNCNT:
 	case SV_GETZCNT:
@@ -1040,8 +1063,12 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 	int rc;
 
 	if (val == -SV_EGONE) {
-		NT_ADD(&wk->stats, stale, 1);
-		return;
+		if (!nt_id_valid(cx->l, n->id)) {
+			NT_ADD(&wk->stats, stale, 1);
+			return;
+		}
+		/* it waits after all: it must hear something, and nothing was done */
+		val = -ENOMEM;
 	}
 	rc = reply(cx->l, n->id, val, 0);
 	if (rc == 0) {
@@ -1075,21 +1102,29 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	err = begin_call(wk, l, n, nr, &cx, &wq);
 	if (err) {
 		/*
-		 * Gone already (ESRCH): nobody to answer. Otherwise say why we cannot serve:
-		 * out of memory, or a caller we cannot read (outside our pid namespace, say).
+		 * Gone already: nobody to answer. Otherwise say why we cannot serve: out of
+		 * memory (or what we could not read about it), or a caller we cannot see at all
+		 * (outside our pid namespace). A caller that waits always hears something.
 		 */
-		if (err == -ESRCH)
+		if (err == -ESRCH && !nt_id_valid(l, n->id))
 			NT_ADD(&wk->stats, stale, 1);
-		else if (reply(l, n->id, err == -ENOMEM || err == -EAGAIN ? err : -ENOSYS, 0))
+		else if (reply(l, n->id,
+			       err == -EACCES	? -ENOSYS
+			       : err == -EAGAIN ? err
+						: -ENOMEM,
+			       0))
 			NT_ADD(&wk->stats, stale, 1);
 		nt_deliver(wk, &wq);
 		return;
 	}
 	thr = cx.thr;
 	if (restart_or_retry(wk, &cx, n, nr, &val)) {
-		xunlock(&thr->lock);
+		/* under the lock: if this answer is lost as well, the next restart finds it here */
 		if (reply(l, n->id, val, 0) == 0)
 			count_answer(&wk->stats, val);
+		else
+			record(val == -EINTR ? &thr->interrupted : &thr->kept, nr, args, val);
+		xunlock(&thr->lock);
 		trace(s, thr->tid, nr, args, val, " (restart of an interrupted call)");
 		goto out;
 	}

@@ -16,6 +16,8 @@ enum sv_fault_site {
 	SV_FAULT_ALLOC,	      /* malloc/calloc/realloc on the data path */
 	SV_FAULT_EPOLL,	      /* epoll_ctl adding a pidfd (exit tracking) */
 	SV_FAULT_SLOW_COMMIT, /* not a failure: a change is committed 200 ms late (ordering) */
+	SV_FAULT_SLOW_CHANGE, /* not a failure: a change shows 200 ms after it was committed */
+	SV_FAULT_SLOW_UNDO,   /* not a failure: a lost wake-up answer is undone 200 ms late */
 	SV_FAULT_NSITES
 };
 
