@@ -61,21 +61,27 @@ static void start(int workers)
 }
 
 /*
- * Fork a confined child running body(sock) once told to go (go()); its listener is added to
- * S. Returns its pid.
+ * Confined children are forked before the supervisor's threads exist: a child forked while
+ * one of them held a lock (the sanitizers' allocator's, say) would inherit it held, and could
+ * not start threads of its own.
  */
-static pid_t confined(void (*body)(int sock), int *sock_out)
+struct child {
+	pid_t pid;
+	int sock; /* to tell it to go, and to hear its reports */
+	int listener;
+};
+
+/* Fork a confined child that runs body(sock) once told to go (go()). */
+static void spawn(void (*body)(int sock), struct child *c)
 {
-	struct nt_listener_opts lo = { .name = "faults", .ns_traps = false };
 	struct ho_info info;
 	char err[256];
-	int sv[2], l;
-	pid_t p;
+	int sv[2];
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	p = fork();
-	cr_assert(p >= 0);
-	if (p == 0) {
+	c->pid = fork();
+	cr_assert(c->pid >= 0);
+	if (c->pid == 0) {
 		char g;
 
 		close(sv[0]);
@@ -86,10 +92,29 @@ static pid_t confined(void (*body)(int sock), int *sock_out)
 		_exit(0);
 	}
 	close(sv[1]);
-	cr_assert_eq(ho_recv(sv[0], &l, &info, 5000, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(nt_super_add_listener(S, l, &lo), 0);
-	*sock_out = sv[0];
-	return p;
+	c->sock = sv[0];
+	cr_assert_eq(ho_recv(c->sock, &c->listener, &info, 5000, err, sizeof(err)), 0, "%s", err);
+}
+
+/* Serve c, starting S with `workers` workers if it is not running yet. */
+static void serve(const struct child *c, int workers)
+{
+	struct nt_listener_opts lo = { .name = "faults", .ns_traps = false };
+
+	if (!S)
+		start(workers);
+	cr_assert_eq(nt_super_add_listener(S, c->listener, &lo), 0);
+}
+
+/* One child, served at once: its pid. */
+static pid_t confined(void (*body)(int sock), int *sock_out, int workers)
+{
+	struct child c;
+
+	spawn(body, &c);
+	serve(&c, workers);
+	*sock_out = c.sock;
+	return c.pid;
 }
 
 /* A call's result as the child reports it: the value, or -errno. */
@@ -169,8 +194,7 @@ Test(faults, epoll_refusing_a_pidfd)
 	int sock;
 	pid_t p;
 
-	start(1);
-	p = confined(epoll_child, &sock);
+	p = confined(epoll_child, &sock, 1);
 	sv_fault_arm(SV_FAULT_EPOLL, 0, 1);
 	go(sock);
 	cr_expect_eq(hear(sock), -ENOMEM, "a process whose exit cannot be watched: ENOMEM");
@@ -243,14 +267,19 @@ static void getval_child(int sock)
 
 Test(faults, every_allocation_failing_in_turn)
 {
+	struct child kids[32], last;
 	long kept = 0, odd;
 	int sock, rounds = 32;
 	pid_t p;
 
 	/* a round allocates about six times: each of them fails in turn, four times over */
-	start(1);
+	for (int round = 0; round < rounds; round++)
+		spawn(alloc_child, &kids[round]);
+	spawn(getval_child, &last);
 	for (int round = 0, skip = 0; round < rounds; round++, skip = round % 8) {
-		p = confined(alloc_child, &sock);
+		serve(&kids[round], 1);
+		p = kids[round].pid;
+		sock = kids[round].sock;
 		sv_fault_arm(SV_FAULT_ALLOC, skip, 1);
 		go(sock);
 		kept += hear(sock);
@@ -263,9 +292,10 @@ Test(faults, every_allocation_failing_in_turn)
 	sv_fault_arm(SV_FAULT_ALLOC, 0, 0);
 	cr_expect_gt(sv_fault_hits(SV_FAULT_ALLOC), rounds / 2, "few allocations were reached");
 	/* SEM_UNDO's +1 went at each exit; what stays is every plain +1 that was served */
-	p = confined(getval_child, &sock);
-	go(sock);
-	cr_expect_eq(hear(sock), kept, "a value was lost or invented");
+	serve(&last, 1);
+	go(last.sock);
+	cr_expect_eq(hear(last.sock), kept, "a value was lost or invented");
+	p = last.pid;
 	wait_ok(p);
 	nt_super_stop(S);
 	nt_super_wait(S);
@@ -308,8 +338,7 @@ static void removal_order(enum sv_fault_site site)
 	int sock;
 	pid_t p;
 
-	start(4);
-	p = confined(order_child, &sock);
+	p = confined(order_child, &sock, 4);
 	/* the set's creation commits first, at once; then the removal, late */
 	sv_fault_arm(site, 1, 1);
 	go(sock);
@@ -393,8 +422,7 @@ Test(faults, restart_waits_for_a_lost_answer_to_settle)
 	int sock;
 	pid_t p;
 
-	start(4);
-	p = confined(lost_child, &sock);
+	p = confined(lost_child, &sock, 4);
 	sv_fault_arm(SV_FAULT_SLOW_UNDO, 0, 1);
 	go(sock);
 	waited = hear(sock);
