@@ -670,8 +670,9 @@ Test(live, set_ids_in_several_namespaces_must_be_named)
 	Semvisor__Reply *r;
 	int ids2[3];
 
-	live_start(NULL, "first");
+	/* forked before the supervisor's threads exist, as the first (live_start()) */
 	L.cmd2 = spawn_child(&L.child2);
+	live_start(NULL, "first");
 	adopt_child(L.cmd2, "second-child", "second");
 	phase_a();
 	child_do(L.cmd2, 'A', ids2, sizeof(ids2));
