@@ -219,109 +219,129 @@ static int parse_u32_list(const char *p, uint32_t *out, int max)
 	return n;
 }
 
-int tgt_read_status(pid_t tid, struct tgt_status *st)
-{
-	char path[64], *buf;
-	const char *line;
-	ssize_t len;
-	unsigned int seen = 0;
+/* What parse_status() found. */
+enum {
+	ST_TGID = 1,
+	ST_UID = 2,
+	ST_GID = 4,
+	ST_CAPEFF = 8,
+	ST_NSPID = 16,
+	ST_GROUPS = 32,
+	ST_CREDS = ST_TGID | ST_UID | ST_GID,
+};
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	len = read_whole(path, &buf);
-	if (len < 0)
-		return (int)len;
+/* The Groups: line's values, into *g (grown as needed; n of them so far). 0 or -ENOMEM. */
+static int parse_groups(const char *v, uint32_t **g, int *n)
+{
+	int cap = *n; /* the array holds at least *n: growing from there is safe */
+
+	while (*v && *v != '\n') {
+		char *end;
+		unsigned long id = strtoul(v, &end, 10);
+
+		if (end == v)
+			break;
+		if (*n == cap) {
+			uint32_t *more;
+
+			cap = cap ? 2 * cap : 32;
+			more = realloc(*g, (size_t)cap * sizeof(**g));
+			if (!more)
+				return -ENOMEM;
+			*g = more;
+		}
+		(*g)[(*n)++] = (uint32_t)id;
+		for (v = end; *v == ' ' || *v == '\t'; v++)
+			;
+	}
+	return 0;
+}
+
+/*
+ * Parse the text of /proc/TID/status into st, and its supplementary groups into *groups
+ * (allocated; *ngroups of them) when groups is not NULL. The fields found (ST_*), or -ENOMEM.
+ */
+static int parse_status(const char *buf, struct tgt_status *st, uint32_t **groups, int *ngroups)
+{
+	const char *line;
+	int seen = 0;
+
 	memset(st, 0, sizeof(*st));
 	for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		const char *v = strchr(line, ':');
 
 		if (!v)
 			continue;
-		v++;
-		while (*v == ' ' || *v == '\t')
-			v++;
+		for (v++; *v == ' ' || *v == '\t'; v++)
+			;
 		if (!strncmp(line, "Tgid:", 5)) {
 			st->creds.tgid = (int32_t)strtol(v, NULL, 10);
-			seen |= 1;
+			seen |= ST_TGID;
 		} else if (!strncmp(line, "Uid:", 4)) {
-			seen |= parse_u32_list(v, st->creds.uid, 4) == 4 ? 2 : 0;
+			seen |= parse_u32_list(v, st->creds.uid, 4) == 4 ? ST_UID : 0;
 		} else if (!strncmp(line, "Gid:", 4)) {
-			seen |= parse_u32_list(v, st->creds.gid, 4) == 4 ? 4 : 0;
+			seen |= parse_u32_list(v, st->creds.gid, 4) == 4 ? ST_GID : 0;
+		} else if (!strncmp(line, "Groups:", 7) && groups) {
+			if (parse_groups(v, groups, ngroups))
+				return -ENOMEM;
+			seen |= ST_GROUPS;
 		} else if (!strncmp(line, "Threads:", 8)) {
 			st->threads = (int)strtol(v, NULL, 10);
 		} else if (!strncmp(line, "CapEff:", 7)) {
 			st->cap_eff = strtoull(v, NULL, 16);
-			seen |= 8;
+			seen |= ST_CAPEFF;
 		} else if (!strncmp(line, "NSpid:", 6)) {
 			uint32_t tmp[TGT_MAX_LEVELS];
 
 			st->nspid_levels = parse_u32_list(v, tmp, TGT_MAX_LEVELS);
 			for (int i = 0; i < st->nspid_levels; i++)
 				st->nspid[i] = (int32_t)tmp[i];
-			seen |= 16;
+			seen |= ST_NSPID;
 		}
 	}
+	return seen;
+}
+
+/* /proc/TID/status, whole (read_whole()). */
+static ssize_t read_status(pid_t tid, char **buf)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	return read_whole(path, buf);
+}
+
+int tgt_read_status(pid_t tid, struct tgt_status *st)
+{
+	char *buf;
+	ssize_t len = read_status(tid, &buf);
+	int seen;
+
+	if (len < 0)
+		return (int)len;
+	seen = parse_status(buf, st, NULL, NULL);
 	free(buf);
 	/* A zombie or a half-exited thread lacks some of these: as good as gone. */
-	return seen == 31 && st->nspid_levels > 0 ? 0 : -ESRCH;
+	return seen == (ST_CREDS | ST_CAPEFF | ST_NSPID) && st->nspid_levels > 0 ? 0 : -ESRCH;
 }
 
 int tgt_read_groups(pid_t tid, struct tgt_creds *c, uint32_t **groups)
 {
-	char path[64], *buf, *line;
-	ssize_t len;
-	int n = 0, cap = 0, seen = 0;
+	struct tgt_status st;
 	uint32_t *g = NULL;
+	char *buf;
+	ssize_t len = read_status(tid, &buf);
+	int n = 0, seen;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	len = read_whole(path, &buf);
 	if (len < 0)
 		return (int)len;
-	memset(c, 0, sizeof(*c));
-	for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		char *v = strchr(line, ':');
-
-		if (!v)
-			continue;
-		for (v++; *v == ' ' || *v == '\t'; v++)
-			;
-		if (!strncmp(line, "Tgid:", 5)) {
-			c->tgid = (int32_t)strtol(v, NULL, 10);
-			seen |= 1;
-		} else if (!strncmp(line, "Uid:", 4)) {
-			seen |= parse_u32_list(v, c->uid, 4) == 4 ? 2 : 0;
-		} else if (!strncmp(line, "Gid:", 4)) {
-			seen |= parse_u32_list(v, c->gid, 4) == 4 ? 4 : 0;
-		} else if (!strncmp(line, "Groups:", 7)) {
-			seen |= 8;
-			while (*v && *v != '\n') {
-				char *end;
-				unsigned long id = strtoul(v, &end, 10);
-
-				if (end == v)
-					break;
-				if (n == cap) {
-					uint32_t *more;
-
-					cap = cap ? 2 * cap : 32;
-					more = realloc(g, (size_t)cap * sizeof(*g));
-					if (!more) {
-						free(g);
-						free(buf);
-						return -ENOMEM;
-					}
-					g = more;
-				}
-				g[n++] = (uint32_t)id;
-				for (v = end; *v == ' ' || *v == '\t'; v++)
-					;
-			}
-		}
-	}
+	seen = parse_status(buf, &st, &g, &n);
 	free(buf);
-	if (seen != 15) {
+	if (seen < 0 || (seen & (ST_CREDS | ST_GROUPS)) != (ST_CREDS | ST_GROUPS)) {
 		free(g);
-		return -ESRCH;
+		return seen < 0 ? seen : -ESRCH;
 	}
+	*c = st.creds;
 	*groups = g;
 	return n;
 }
