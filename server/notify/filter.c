@@ -101,30 +101,42 @@ static int table_ctx(uint32_t arch, scmp_filter_ctx *out)
 	return 0;
 }
 
+/*
+ * The end of building a table's context: the namespace changes are trapped if asked, then ctx
+ * goes to *out, or is released if anything failed (rc). ctx is NULL if it was never made.
+ */
+static int table_done(scmp_filter_ctx ctx, const struct filter_opts *o, int rc,
+		      scmp_filter_ctx *out)
+{
+	if (!rc && o->trap_ns_changes)
+		rc = add_ns_rules(ctx);
+	if (rc) {
+		if (ctx)
+			seccomp_release(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return 0;
+}
+
 /* x86_64 or x32: the semaphore calls are served; x32 shares x86_64's entry points and layouts. */
 static int build_64(uint32_t arch, const struct filter_opts *o, scmp_filter_ctx *out)
 {
 	static const int sem_calls[] = { SCMP_SYS(semget), SCMP_SYS(semop), SCMP_SYS(semtimedop),
 					 SCMP_SYS(semctl) };
-	scmp_filter_ctx ctx;
+	scmp_filter_ctx ctx = NULL;
 	int rc = table_ctx(arch, &ctx);
 
 	for (size_t i = 0; !rc && i < sizeof(sem_calls) / sizeof(sem_calls[0]); i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, sem_calls[i], 0);
-	if (!rc && o->trap_ns_changes)
-		rc = add_ns_rules(ctx);
-	if (rc && ctx)
-		seccomp_release(ctx);
-	if (!rc)
-		*out = ctx;
-	return rc;
+	return table_done(ctx, o, rc, out);
 }
 
 /* i386: every semaphore entry point fails closed until 32-bit programs are served. */
 static int build_i386(const struct filter_opts *o, scmp_filter_ctx *out)
 {
 	const uint32_t nosys = SCMP_ACT_ERRNO(ENOSYS);
-	scmp_filter_ctx ctx;
+	scmp_filter_ctx ctx = NULL;
 	int rc = table_ctx(SCMP_ARCH_X86, &ctx);
 
 	if (!rc)
@@ -139,13 +151,7 @@ static int build_i386(const struct filter_opts *o, scmp_filter_ctx *out)
 		if (rc == -EEXIST)
 			rc = 0;
 	}
-	if (!rc && o->trap_ns_changes)
-		rc = add_ns_rules(ctx);
-	if (rc && ctx)
-		seccomp_release(ctx);
-	if (!rc)
-		*out = ctx;
-	return rc;
+	return table_done(ctx, o, rc, out);
 }
 
 bool filter_kernel_has_x32(void)
