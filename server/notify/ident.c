@@ -215,6 +215,31 @@ static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err
 	return p;
 }
 
+/* A process's undo list, taken from it, ends: its adjustments are applied (to wq). */
+static void svp_end(struct sv_proc *svp, struct nt_ns *ns, struct sv_wakeq *wq)
+{
+	if (svp) {
+		sv_proc_exit(svp, wq);
+		sv_proc_put(svp);
+	}
+	if (ns)
+		nt_ns_put(ns);
+}
+
+void ident_detach_undo(struct nt_process *p, struct sv_wakeq *wq)
+{
+	struct sv_proc *svp;
+	struct nt_ns *ns;
+
+	xlock(&p->lock);
+	svp = p->svp;
+	ns = p->svp_ns;
+	p->svp = NULL;
+	p->svp_ns = NULL;
+	xunlock(&p->lock);
+	svp_end(svp, ns, wq);
+}
+
 struct sv_proc *ident_svp(struct nt_ident *id, struct sv_wakeq *wq)
 {
 	struct nt_process *p = id->thr->proc;
@@ -238,12 +263,7 @@ struct sv_proc *ident_svp(struct nt_ident *id, struct sv_wakeq *wq)
 	if (svp)
 		sv_proc_get(svp);
 	xunlock(&p->lock);
-	if (old) {
-		sv_proc_exit(old, wq);
-		sv_proc_put(old);
-	}
-	if (old_ns)
-		nt_ns_put(old_ns);
+	svp_end(old, old_ns, wq);
 	return svp;
 }
 
@@ -473,9 +493,7 @@ void ident_process_exited(struct nt_super *s, struct nt_process *p, struct sv_wa
 	p->exited = true;
 	cds_list_splice(&p->threads, &todo);
 	CDS_INIT_LIST_HEAD(&p->threads);
-	for (;;) {
-		if (cds_list_empty(&todo))
-			break;
+	while (!cds_list_empty(&todo)) {
 		t = cds_list_first_entry(&todo, struct nt_thread, proc_node);
 		cds_list_del(&t->proc_node);
 		cds_list_add_tail(&t->proc_node, &p->threads);
@@ -517,6 +535,15 @@ void ident_process_exited(struct nt_super *s, struct nt_process *p, struct sv_wa
 
 /* ---- one call ---- */
 
+/*
+ * For a record not bound to its thread by a pidfd: is st, read by number, still of thr? Not if
+ * the number is in another process now, or in one that has been reaped.
+ */
+static bool status_of(const struct nt_thread *thr, const struct tgt_status *st)
+{
+	return st->creds.tgid == thr->proc->tgid && !tgt_alive(thr->proc->src.fd);
+}
+
 int ident_current(struct nt_thread *thr)
 {
 	struct tgt_status st;
@@ -525,9 +552,7 @@ int ident_current(struct nt_thread *thr)
 		return -ESRCH;
 	if (thr->src.fd >= 0)
 		return tgt_alive(thr->src.fd) ? -ESRCH : 0;
-	if (tgt_read_status(thr->tid, &st))
-		return -ESRCH;
-	return st.creds.tgid == thr->proc->tgid && !tgt_alive(thr->proc->src.fd) ? 0 : -ESRCH;
+	return !tgt_read_status(thr->tid, &st) && status_of(thr, &st) ? 0 : -ESRCH;
 }
 
 /* Prove what was read by number since the last proof: the pidfd, or the notification. */
@@ -592,16 +617,11 @@ int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 
 		rc = tgt_read_status(thr->tid, &st);
 		id->kc = st.creds;
-		/*
-		 * A record not bound to its thread by a pidfd: the number found in another
-		 * process, or in one that has been reaped, is not this record's thread any more
-		 * (the caller replaces the record).
-		 */
-		if (!rc && (st.creds.tgid != thr->proc->tgid || tgt_alive(thr->proc->src.fd)))
-			rc = -ESRCH;
+		if (!rc && !status_of(thr, &st))
+			rc = -ESRCH; /* the caller replaces the record */
 	}
 	if (rc)
-		return rc == -ESRCH ? -ESRCH : rc;
+		return rc;
 	id->cred.euid = id->kc.uid[1];
 	id->cred.egid = id->kc.gid[1];
 	id->cred.fsgid = id->kc.gid[3];
@@ -716,44 +736,46 @@ int ident_userns(struct nt_ident *id)
 	return 0;
 }
 
-uint32_t ident_uid_out(const struct nt_ident *id, uint32_t uid)
+/* An id as the caller's user namespace shows it (map NULL: ours, as it is). */
+static uint32_t id_out(const struct tgt_idmap *map, uint32_t xid)
 {
 	uint32_t in;
 
-	if (!id->userns)
-		return uid;
-	return tgt_idmap_to_inside(&id->userns->uid, uid, &in) ? in : OVERFLOW_ID;
+	if (!map)
+		return xid;
+	return tgt_idmap_to_inside(map, xid, &in) ? in : OVERFLOW_ID;
+}
+
+/* An id the caller gave, as ours: false if it has none (-1, or unmapped). */
+static bool id_in(const struct tgt_idmap *map, uint32_t xid, uint32_t *out)
+{
+	if (xid == UINT32_MAX)
+		return false;
+	if (!map) {
+		*out = xid;
+		return true;
+	}
+	return tgt_idmap_to_outside(map, xid, out);
+}
+
+uint32_t ident_uid_out(const struct nt_ident *id, uint32_t uid)
+{
+	return id_out(id->userns ? &id->userns->uid : NULL, uid);
 }
 
 uint32_t ident_gid_out(const struct nt_ident *id, uint32_t gid)
 {
-	uint32_t in;
-
-	if (!id->userns)
-		return gid;
-	return tgt_idmap_to_inside(&id->userns->gid, gid, &in) ? in : OVERFLOW_ID;
+	return id_out(id->userns ? &id->userns->gid : NULL, gid);
 }
 
 bool ident_uid_in(const struct nt_ident *id, uint32_t uid, uint32_t *out)
 {
-	if (uid == UINT32_MAX)
-		return false;
-	if (!id->userns) {
-		*out = uid;
-		return true;
-	}
-	return tgt_idmap_to_outside(&id->userns->uid, uid, out);
+	return id_in(id->userns ? &id->userns->uid : NULL, uid, out);
 }
 
 bool ident_gid_in(const struct nt_ident *id, uint32_t gid, uint32_t *out)
 {
-	if (gid == UINT32_MAX)
-		return false;
-	if (!id->userns) {
-		*out = gid;
-		return true;
-	}
-	return tgt_idmap_to_outside(&id->userns->gid, gid, out);
+	return id_in(id->userns ? &id->userns->gid : NULL, gid, out);
 }
 
 /*

@@ -215,6 +215,12 @@ bool ident_gid_in(const struct nt_ident *id, uint32_t gid, uint32_t *out);
 struct sv_proc *ident_svp(struct nt_ident *id, struct sv_wakeq *wq);
 
 /*
+ * p's undo list is detached (a trapped unshare or setns ran): its adjustments are applied, to
+ * wq, and its next SEM_UNDO starts a new list.
+ */
+void ident_detach_undo(struct nt_process *p, struct sv_wakeq *wq);
+
+/*
  * thr is about to change namespace (a trapped unshare or setns): forget what is kept. Caller
  * holds thr->lock.
  */

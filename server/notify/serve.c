@@ -756,26 +756,6 @@ static bool undo_applies(const struct nt_thread *thr, bool unshare, uint64_t fla
 		 !(st.cap_eff & (1ull << 21))); /* else EPERM: nothing changes */
 }
 
-/* The call ran: the process's undo list is applied and it starts afresh. */
-static void undo_detach(struct nt_process *p, struct sv_wakeq *wq)
-{
-	struct sv_proc *svp;
-	struct nt_ns *svp_ns;
-
-	xlock(&p->lock);
-	svp = p->svp;
-	svp_ns = p->svp_ns;
-	p->svp = NULL;
-	p->svp_ns = NULL;
-	xunlock(&p->lock);
-	if (svp) {
-		sv_proc_exit(svp, wq);
-		sv_proc_put(svp);
-	}
-	if (svp_ns)
-		nt_ns_put(svp_ns);
-}
-
 /*
  * A trapped unshare or setns (filter.h): the thread's kept namespaces go (ident.h), then the
  * call runs as it would without us (CONTINUE is no security decision here), then the undo list
@@ -800,7 +780,10 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 
 		xlock(&thr->lock);
 		gone = ident_current(thr) != 0;
-		waits = nt_id_valid(l, n->id); /* (proves what ident_current() read by number) */
+		applies =
+		    !gone && undo_applies(thr, unshare, flags, (int)(n->data.args[0] & 0xffffffff));
+		/* one proof that all read by number above was our caller's */
+		waits = nt_id_valid(l, n->id);
 		if (gone || !waits) {
 			xunlock(&thr->lock);
 			if (gone && waits)
@@ -814,13 +797,11 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 		/* a non-leader in a namespace of its own: its exec would take the leader's record */
 		if (thr->tid != thr->proc->tgid && (flags == 0 || (flags & CLONE_NEWIPC)))
 			atomic_store(&thr->proc->mixed_ns, true);
-		applies = undo_applies(thr, unshare, flags, (int)(n->data.args[0] & 0xffffffff)) &&
-			  nt_id_valid(l, n->id); /* (what it read by number was our caller's) */
 	}
 	rc = reply(l, n->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 	if (thr) {
 		if (rc == 0 && applies)
-			undo_detach(thr->proc, &wq);
+			ident_detach_undo(thr->proc, &wq);
 		xunlock(&thr->lock);
 		ident_thread_put(thr);
 	}
