@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receiver (server/notify/super.c): beside a lone worker, the thread that takes the busiest
+ * The receiver (server/notify/receiver.c): beside a lone worker, the thread that takes the busiest
  * listener's calls with a blocking NOTIF_RECV. What must hold whatever the timing:
  *  - a listener handed over while the receiver sits in NOTIF_RECV on another, idle one is
  *    served (the kick reaches the receiver; otherwise the new listener's calls hang);

@@ -1,218 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who is calling: thread and process records, and each call's identity. The rule every fact
- * here follows, and why credentials are read on every call, are in ident.h.
+ * Who is calling: each call's credentials, namespaces and pids, and the records they rest on.
+ * The rule every fact here follows, and why credentials are read on every call, are in
+ * ident.h.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "lock/xpthread.h"
+#include "notify/exits.h"
 #include "notify/ident.h"
-#include "notify/notify_int.h"
+#include "notify/listener.h"
+#include "notify/super.h"
 #include "util/fault.h"
 
 #define CAP_SYS_ADMIN_BIT 21
 #define CAP_IPC_OWNER_BIT 15
 #define OVERFLOW_ID	  65534 /* /proc/sys/kernel/overflowuid: what an unmapped id shows */
-#define GHOSTS		  4096
-
-/*
- * Exited processes' pid numbers, for GETPID of semaphores they changed last: the kernel keeps a
- * reference on the struct pid and still reports the number. A ring of the latest exits, with
- * their pid namespaces by id, which no later namespace takes.
- */
-static struct ghost {
-	int32_t tgid;
-	int levels;
-	int32_t nspid[TGT_MAX_LEVELS];
-	uint64_t pidns[TGT_MAX_LEVELS];
-} ghosts[GHOSTS];
-static unsigned int ghost_next;
-static pthread_mutex_t ghost_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool ident_keeps(const struct nt_super *s)
 {
 	return s->feat.pidfd_info && s->feat.pidfd_thread && s->feat.pidfd_ns;
 }
 
-static unsigned long hash_id(int32_t id)
-{
-	uint64_t h = (uint32_t)id * 0x9e3779b97f4a7c15ull;
-
-	return (unsigned long)(h ^ (h >> 31));
-}
-
-static int match_thread(struct cds_lfht_node *node, const void *key)
-{
-	return caa_container_of(node, struct nt_thread, node)->tid == *(const int32_t *)key;
-}
-
-static int match_proc(struct cds_lfht_node *node, const void *key)
-{
-	return caa_container_of(node, struct nt_process, node)->tgid == *(const int32_t *)key;
-}
-
-static bool ref_get_not_zero(atomic_int *ref)
-{
-	int v = atomic_load_explicit(ref, memory_order_relaxed);
-
-	while (v > 0)
-		if (atomic_compare_exchange_weak(ref, &v, v + 1))
-			return true;
-	return false;
-}
-
 static bool same_creds(const struct tgt_creds *a, const struct tgt_creds *b)
 {
 	return !memcmp(a->uid, b->uid, sizeof(a->uid)) && !memcmp(a->gid, b->gid, sizeof(a->gid));
-}
-
-/* ---- processes ---- */
-
-static void process_free_rcu(struct rcu_head *head)
-{
-	struct nt_process *p = caa_container_of(head, struct nt_process, rcu);
-
-	xmutex_destroy(&p->lock);
-	free(p);
-}
-
-void ident_process_put(struct nt_process *p)
-{
-	if (atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) != 1)
-		return;
-	if (p->svp)
-		sv_proc_put(p->svp); /* its exit ran (or it was never seen to exit) */
-	if (p->svp_ns)
-		nt_ns_put(p->svp_ns);
-	if (p->src.fd >= 0)
-		close(p->src.fd);
-	call_rcu(&p->rcu, process_free_rcu);
-}
-
-/*
- * The pid namespaces of a thread group, from its own down to ours, for GETPID: its numbers
- * from /proc/TGID/status (by number), the namespaces through its pidfd. Proven below.
- */
-static void process_pid_chain(struct nt_super *s, struct nt_process *p)
-{
-	struct tgt_status st;
-	int fd;
-
-	if (tgt_read_status(p->tgid, &st))
-		return;
-	fd = tgt_ns_open(p->src.fd, p->tgid, TGT_NS_PID, s->feat.pidfd_ns);
-	if (fd < 0)
-		return;
-	if (tgt_pidns_chain(fd, s->feat.ns_id, st.nspid_levels, p->pidns) == 0) {
-		p->levels = st.nspid_levels;
-		memcpy(p->nspid, st.nspid, sizeof(p->nspid));
-	}
-	close(fd);
-}
-
-static struct nt_process *process_find(struct nt_super *s, int32_t tgid)
-{
-	struct cds_lfht_iter iter;
-	struct cds_lfht_node *node;
-	struct nt_process *p = NULL;
-
-	rcu_read_lock();
-	cds_lfht_lookup(s->procs, hash_id(tgid), match_proc, &tgid, &iter);
-	node = cds_lfht_iter_get_node(&iter);
-	if (node) {
-		p = caa_container_of(node, struct nt_process, node);
-		if (!ref_get_not_zero(&p->refcount))
-			p = NULL;
-	}
-	rcu_read_unlock();
-	return p;
-}
-
-static struct nt_process *process_get(struct nt_super *s, int32_t tgid, int *err)
-{
-	struct nt_process *p = process_find(s, tgid), *other;
-	struct cds_lfht_node *node;
-
-	if (p) {
-		/*
-		 * A record whose process has been reaped, its exit event not handled yet: the
-		 * number now names another process. The caller handles the exit, then asks again.
-		 */
-		if (tgt_alive(p->src.fd) == 0)
-			return p;
-		ident_process_put(p);
-		*err = -ESTALE;
-		return NULL;
-	}
-	p = sv_fault(SV_FAULT_ALLOC) ? NULL : calloc(1, sizeof(*p));
-	if (!p) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	p->super = s;
-	p->tgid = tgid;
-	p->refcount = 2; /* the table's and the caller's */
-	CDS_INIT_LIST_HEAD(&p->threads);
-	cds_lfht_node_init(&p->node);
-	xmutex_init(&p->lock);
-	/* A thread-group pidfd turns readable only once the whole group has exited. */
-	p->src = (struct nt_src){ SRC_PROCESS, tgt_pidfd_open(tgid, false) };
-	if (p->src.fd < 0) {
-		*err = p->src.fd;
-		xmutex_destroy(&p->lock);
-		free(p);
-		return NULL;
-	}
-	process_pid_chain(s, p);
-	/* What was read by number is this process's only if its pidfd still names it. */
-	if (tgt_alive(p->src.fd)) {
-		*err = -ESRCH;
-		close(p->src.fd);
-		xmutex_destroy(&p->lock);
-		free(p);
-		return NULL;
-	}
-
-	xlock(&s->tables_lock);
-	rcu_read_lock();
-	node = cds_lfht_add_unique(s->procs, hash_id(tgid), match_proc, &tgid, &p->node);
-	rcu_read_unlock();
-	if (node != &p->node) {
-		/* another worker was quicker */
-		other = caa_container_of(node, struct nt_process, node);
-		if (!ref_get_not_zero(&other->refcount))
-			other = NULL;
-		xunlock(&s->tables_lock);
-		close(p->src.fd);
-		xmutex_destroy(&p->lock);
-		free(p);
-		if (!other)
-			*err = -ESRCH;
-		return other;
-	}
-	xunlock(&s->tables_lock);
-	/* Watched only once listed: an exit event always finds its record in the table. */
-	*err = nt_watch_exit(s, &p->src);
-	if (*err) {
-		bool removed;
-
-		xlock(&s->tables_lock);
-		rcu_read_lock();
-		removed = cds_lfht_del(s->procs, &p->node) == 0;
-		rcu_read_unlock();
-		xunlock(&s->tables_lock);
-		if (removed)
-			ident_process_put(p); /* the table's */
-		ident_process_put(p);
-		return NULL;
-	}
-	return p;
 }
 
 /* A process's undo list, taken from it, ends: its adjustments are applied (to wq). */
@@ -267,52 +84,11 @@ struct sv_proc *ident_svp(struct nt_ident *id, struct sv_wakeq *wq)
 	return svp;
 }
 
-/* ---- threads ---- */
-
-static void thread_free_rcu(struct rcu_head *head)
-{
-	struct nt_thread *t = caa_container_of(head, struct nt_thread, rcu);
-
-	xmutex_destroy(&t->lock);
-	free(t);
-}
-
-void ident_thread_put(struct nt_thread *thr)
-{
-	if (atomic_fetch_sub_explicit(&thr->refcount, 1, memory_order_acq_rel) != 1)
-		return;
-	if (thr->src.fd >= 0)
-		close(thr->src.fd);
-	if (thr->ns)
-		nt_ns_put(thr->ns);
-	ident_process_put(thr->proc);
-	call_rcu(&thr->rcu, thread_free_rcu);
-}
-
-struct nt_thread *ident_thread_find(struct nt_super *s, int32_t tid)
-{
-	struct cds_lfht_iter iter;
-	struct cds_lfht_node *node;
-	struct nt_thread *t = NULL;
-
-	rcu_read_lock();
-	cds_lfht_lookup(s->threads, hash_id(tid), match_thread, &tid, &iter);
-	node = cds_lfht_iter_get_node(&iter);
-	if (node) {
-		t = caa_container_of(node, struct nt_thread, node);
-		if (!ref_get_not_zero(&t->refcount))
-			t = NULL;
-	}
-	rcu_read_unlock();
-	return t;
-}
-
 struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 {
-	struct nt_thread *t = ident_thread_find(s, tid), *other;
+	struct nt_thread *t = nt_thread_find(s, tid), *other;
 	struct tgt_creds kc;
 	struct nt_process *p;
-	struct cds_lfht_node *node;
 	int fd = -1;
 
 	if (t)
@@ -339,12 +115,12 @@ struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 	}
 	if (*err)
 		goto fail_fd;
-	p = process_get(s, kc.tgid, err);
+	p = nt_process_get(s, kc.tgid, err);
 	if (!p)
 		goto fail_fd;
 	t = sv_fault(SV_FAULT_ALLOC) ? NULL : calloc(1, sizeof(*t));
 	if (!t) {
-		ident_process_put(p);
+		nt_process_put(p);
 		*err = -ENOMEM;
 		goto fail_fd;
 	}
@@ -359,27 +135,9 @@ struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 	t->watched = fd >= 0 && tid != p->tgid;
 	cds_lfht_node_init(&t->node);
 	xmutex_init(&t->lock);
-
-	xlock(&s->tables_lock);
-	rcu_read_lock();
-	node = cds_lfht_add_unique(s->threads, hash_id(tid), match_thread, &tid, &t->node);
-	rcu_read_unlock();
-	if (node != &t->node) {
-		other = caa_container_of(node, struct nt_thread, node);
-		if (!ref_get_not_zero(&other->refcount))
-			other = NULL;
-		xunlock(&s->tables_lock);
-		t->src.fd = -1;
-		ident_thread_put(t);
-		ident_thread_put(t);
-		if (!other)
-			*err = -ESRCH;
+	other = nt_thread_add(s, t, err);
+	if (other != t)
 		goto fail_fd_other;
-	}
-	xlock(&p->lock);
-	cds_list_add_tail(&t->proc_node, &p->threads);
-	xunlock(&p->lock);
-	xunlock(&s->tables_lock);
 	/* Watched only once listed: its exit event always finds it in the table (or gone from it). */
 	if (t->watched && (*err = nt_watch(s, &t->src))) {
 		bool orphan;
@@ -394,10 +152,10 @@ struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 		atomic_store(&t->watched, false);
 		orphan = cds_lfht_is_node_deleted(&t->node);
 		xunlock(&s->tables_lock);
-		ident_thread_stale(s, t);
+		nt_thread_stale(s, t);
 		if (orphan)
-			ident_thread_put(t);
-		ident_thread_put(t);
+			nt_thread_put(t);
+		nt_thread_put(t);
 		return NULL;
 	}
 	return t;
@@ -410,127 +168,6 @@ fail_fd:
 	if (fd >= 0)
 		close(fd);
 	return NULL;
-}
-
-/*
- * Take thr out of the tables: its parked call is dropped, it leaves its namespace (which may
- * end it: what that completes goes to wq). The table's reference is dropped by the exit event
- * (exit_event) for a watched record, by whoever takes an unwatched one out of the table.
- */
-static void thread_remove(struct nt_super *s, struct nt_thread *thr, bool exit_event,
-			  struct sv_wakeq *wq)
-{
-	bool drop;
-	struct nt_ns *ns;
-	bool removed;
-
-	xlock(&thr->lock);
-	thr->dead = true;
-	thr->ns_kept = false;
-	if (thr->parked)
-		nt_drop_parked(NULL, thr, false);
-	ns = thr->ns;
-	thr->ns = NULL;
-	xunlock(&thr->lock);
-	if (ns) {
-		nsreg_leave(&s->reg, ns, wq);
-		nt_ns_put(ns);
-	}
-
-	xlock(&s->tables_lock);
-	rcu_read_lock();
-	removed = cds_lfht_del(s->threads, &thr->node) == 0;
-	rcu_read_unlock();
-	if (removed) {
-		xlock(&thr->proc->lock);
-		cds_list_del(&thr->proc_node);
-		xunlock(&thr->proc->lock);
-	}
-	drop = exit_event || (removed && !atomic_load(&thr->watched));
-	xunlock(&s->tables_lock);
-	if (drop)
-		ident_thread_put(thr); /* the table's */
-}
-
-void ident_thread_stale(struct nt_super *s, struct nt_thread *thr)
-{
-	struct sv_wakeq wq;
-
-	sv_wakeq_init(&wq);
-	thread_remove(s, thr, false, &wq);
-	nt_deliver(NULL, &wq);
-}
-
-void ident_thread_exited(struct nt_super *s, struct nt_thread *thr)
-{
-	struct sv_wakeq wq;
-
-	sv_wakeq_init(&wq);
-	nt_unwatch(s, &thr->src);
-	thread_remove(s, thr, true, &wq);
-	nt_deliver(NULL, &wq);
-}
-
-void ident_process_exited(struct nt_super *s, struct nt_process *p, struct sv_wakeq *wq)
-{
-	CDS_LIST_HEAD(todo);
-	struct nt_thread *t;
-	struct sv_proc *svp;
-	bool removed;
-
-	/* This event holds the table's reference; it is dropped at the end. */
-	epoll_ctl(s->exits.fd, EPOLL_CTL_DEL, p->src.fd, NULL);
-	NT_COUNT_EVENT(s, processes_exited);
-
-	/*
-	 * Every thread is gone, so are their parked calls. Threads watched on their own are taken
-	 * out of the tables by their own exit event, which is sure to come (and may be on its way
-	 * to another worker); the others (the leader) go now. Thread locks nest outside the
-	 * process lock: each thread is taken off a private list under the process lock, put back
-	 * on the process's (where thread_remove() finds it), then handled without that lock.
-	 */
-	xlock(&p->lock);
-	p->exited = true;
-	cds_list_splice(&p->threads, &todo);
-	CDS_INIT_LIST_HEAD(&p->threads);
-	while (!cds_list_empty(&todo)) {
-		t = cds_list_first_entry(&todo, struct nt_thread, proc_node);
-		cds_list_del(&t->proc_node);
-		cds_list_add_tail(&t->proc_node, &p->threads);
-		if (!ref_get_not_zero(&t->refcount))
-			continue;
-		xunlock(&p->lock);
-		xlock(&t->lock);
-		if (t->parked)
-			nt_drop_parked(NULL, t, false);
-		t->dead = true;
-		xunlock(&t->lock);
-		if (!atomic_load(&t->watched))
-			thread_remove(s, t, false, wq);
-		ident_thread_put(t);
-		xlock(&p->lock);
-	}
-	svp = p->svp;
-	xunlock(&p->lock);
-
-	/* SEM_UNDO: the whole group has exited, as the kernel's exit_sem() runs then. */
-	if (svp)
-		sv_proc_exit(svp, wq);
-
-	xlock(&ghost_lock);
-	ghosts[ghost_next % GHOSTS] = (struct ghost){ .tgid = p->tgid, .levels = p->levels };
-	memcpy(ghosts[ghost_next % GHOSTS].nspid, p->nspid, sizeof(p->nspid));
-	memcpy(ghosts[ghost_next % GHOSTS].pidns, p->pidns, sizeof(p->pidns));
-	ghost_next++;
-	xunlock(&ghost_lock);
-
-	xlock(&s->tables_lock);
-	rcu_read_lock();
-	removed = cds_lfht_del(s->procs, &p->node) == 0;
-	rcu_read_unlock();
-	xunlock(&s->tables_lock);
-	if (removed)
-		ident_process_put(p); /* the table's */
 }
 
 /* ---- one call ---- */
@@ -561,7 +198,7 @@ static int prove(struct nt_ident *id, bool and_same_creds)
 	struct tgt_creds now;
 
 	if (!ident_keeps(id->s))
-		return nt_id_valid(id->l, id->notif_id) ? 0 : -ESRCH;
+		return nt_waits(id->l, id->notif_id) ? 0 : -ESRCH;
 	if (tgt_creds(id->thr->src.fd, &now))
 		return -ESRCH;
 	return and_same_creds && !same_creds(&now, &id->kc) ? -ESRCH : 0;
@@ -649,7 +286,7 @@ int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 		keep = ident_keeps(s) && l->ns_traps && !atomic_load(&thr->proc->mixed_ns);
 	}
 	/* Kept facts must have been read while it waited: the notification proves that too. */
-	if ((!proven || keep) && !nt_id_valid(l, notif_id)) {
+	if ((!proven || keep) && !nt_waits(l, notif_id)) {
 		if (entered)
 			nsreg_leave(&s->reg, id->ns, wq);
 		return -ESRCH;
@@ -720,7 +357,7 @@ int ident_userns(struct nt_ident *id)
 			 * opened: both are ours only if it waited all along, so its namespace is
 			 * still the one keyed. Maps not written yet are not kept.
 			 */
-			if (!rc && !nt_id_valid(id->l, id->notif_id))
+			if (!rc && !nt_waits(id->l, id->notif_id))
 				rc = -ESRCH;
 			if (!rc)
 				id->userns = nsreg_userns_add(
@@ -846,7 +483,7 @@ int ident_cred_fill(struct nt_ident *id, unsigned int what)
 int ident_committing(struct nt_ident *id)
 {
 	sv_fault_pause(SV_FAULT_SLOW_COMMIT, 200);
-	if (!nt_id_valid(id->l, id->notif_id))
+	if (!nt_waits(id->l, id->notif_id))
 		return -ESRCH;
 	sv_fault_pause(SV_FAULT_SLOW_CHANGE, 200);
 	return 0;
@@ -854,43 +491,34 @@ int ident_committing(struct nt_ident *id)
 
 /* ---- GETPID across pid namespaces ---- */
 
-static int32_t translate(int levels, const int32_t *nspid, const uint64_t *pidns, int lc,
-			 uint64_t caller_pidns)
+/* pid at level lc (the caller's) of a process with these pid namespaces: 0 if not visible */
+static int32_t translate(const struct nt_pids *pids, int lc, uint64_t caller_pidns)
 {
-	if (lc > levels - 1 || pidns[lc] != caller_pidns)
-		return 0; /* not visible from the caller's pid namespace */
-	return nspid[lc];
+	if (lc > pids->levels - 1 || pids->pidns[lc] != caller_pidns)
+		return 0;
+	return pids->nspid[lc];
 }
 
 int32_t ident_pid_for(struct nt_super *s, const struct nt_thread *thr, int32_t pid)
 {
 	const struct nt_process *me = thr->proc;
 	struct nt_process *p;
-	int lc = me->levels - 1;
+	struct nt_pids gone;
+	int lc = me->pids.levels - 1;
 	uint64_t mine;
 	int32_t out = 0;
 
-	if (me->levels < 1)
+	if (me->pids.levels < 1)
 		return pid; /* its namespaces could not be read: as we see it */
-	mine = me->pidns[lc];
+	mine = me->pids.pidns[lc];
 	if (lc == 0)
 		return pid; /* the caller sees pids as we do */
-	p = process_find(s, pid);
+	p = nt_process_find(s, pid);
 	if (p) {
-		if (p->levels)
-			out = translate(p->levels, p->nspid, p->pidns, lc, mine);
-		ident_process_put(p);
+		if (p->pids.levels)
+			out = translate(&p->pids, lc, mine);
+		nt_process_put(p);
 		return out;
 	}
-	xlock(&ghost_lock);
-	for (unsigned int i = 0; i < GHOSTS && i < ghost_next; i++) {
-		const struct ghost *g = &ghosts[(ghost_next - 1 - i) % GHOSTS];
-
-		if (g->tgid == pid && g->levels) {
-			out = translate(g->levels, g->nspid, g->pidns, lc, mine);
-			break;
-		}
-	}
-	xunlock(&ghost_lock);
-	return out;
+	return nt_exited_pids(pid, &gone) ? translate(&gone, lc, mine) : 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who is calling: thread and process records, and each call's identity.
+ * Who is calling: each call's credentials, namespaces and pids, and the records they rest on.
  *
  * The rule. Every fact kept about a caller past one call is keyed by something the kernel does
  * not reuse while it is kept, and goes when the kernel's object does:
@@ -47,99 +47,21 @@
  * NOTIF_ID_VALID, at ~10 us a call more.
  *
  * Locking: thr->lock (held by whoever serves or ends the thread's call) nests outside
- * proc->lock and the registry's lock; s->tables_lock (creation and removal of records) is
- * never held with a thread lock, and takes only proc->lock inside it.
+ * proc->lock and the registry's lock (super.h has the whole order).
  */
-#ifndef SV_IDENT_H
-#define SV_IDENT_H
+#ifndef SV_NOTIFY_IDENT_H
+#define SV_NOTIFY_IDENT_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <urcu.h>
-#include <urcu/list.h>
-#include <urcu/rculfhash.h>
-
 #include "engine/sem.h"
 #include "notify/nsreg.h"
+#include "notify/records.h"
 #include "notify/target.h"
 
 struct nt_super;
 struct nt_listener;
-struct nt_req;
-
-/* What an epoll event points at (the supervisor's event sources). */
-enum nt_src_kind {
-	SRC_LISTENER,
-	SRC_EXITS,   /* the epoll set of process pidfds below has something */
-	SRC_PROCESS, /* a thread group's pidfd (in s->exits): it exited */
-	SRC_THREAD,  /* one thread's pidfd (PIDFD_THREAD): it exited */
-	SRC_TIMER,   /* parked semtimedop deadlines */
-	SRC_SWEEP,   /* periodic check of parked callers that vanished without a word */
-	SRC_STOP,
-};
-
-struct nt_src {
-	enum nt_src_kind kind;
-	int fd;
-};
-
-/*
- * A confined thread group. Found by tgid in s->procs (RCU). Holds the engine's view of the
- * process (its SEM_UNDO owner) for the namespace it currently uses.
- */
-struct nt_process {
-	struct cds_lfht_node node;
-	struct rcu_head rcu;
-	struct nt_src src; /* thread-group pidfd: readable when the whole group has exited */
-	struct nt_super *super;
-	atomic_int refcount; /* the table's, one per thread record, one per user */
-	int32_t tgid;
-	pthread_mutex_t lock; /* svp, svp_ns, threads, exited */
-	struct sv_proc *svp;
-	struct nt_ns *svp_ns;	      /* a reference while svp is set */
-	struct cds_list_head threads; /* struct nt_thread.proc_node */
-	atomic_bool mixed_ns;	      /* a non-leader changed IPC namespace: keep none */
-	bool exited;
-	/* pid namespaces, for GETPID: nspid[i] is its pid at level i (0: the supervisor's), in
-	   pid namespace pidns[i] (an id, or an inode without ids) */
-	int levels;
-	int32_t nspid[TGT_MAX_LEVELS];
-	uint64_t pidns[TGT_MAX_LEVELS];
-};
-
-/* The call a thread made last, to recognise a restart of an interrupted one. */
-struct nt_callsig {
-	bool valid;
-	int nr;
-	uint64_t args[6];
-	long result; /* for kept completions */
-};
-
-/* A confined thread. Found by tid in s->threads (RCU). Everything below is under thr->lock. */
-struct nt_thread {
-	struct cds_lfht_node node;
-	struct rcu_head rcu;
-	struct nt_src src; /* its pidfd (PIDFD_THREAD), or -1 where the kernel has none */
-	atomic_int refcount;
-	/* Its pidfd's exit event drops the table's reference (else whoever takes the record out
-	   of the table does). Turns false only under s->tables_lock, if it cannot be watched. */
-	atomic_bool watched;
-	int32_t tid;
-	struct nt_process *proc;	/* reference */
-	struct cds_list_head proc_node; /* proc->threads, under proc->lock */
-	pthread_mutex_t lock;
-	bool dead;
-	/* Kept facts (the rule above): */
-	bool ns_kept;	  /* ns is current: read while it waited, no unshare/setns since */
-	struct nt_ns *ns; /* where it was last seen (a reference, entered in the registry) */
-	/* serve.c: */
-	struct nt_req *parked;	       /* its waiting call */
-	struct nt_callsig interrupted; /* its last call died while parked */
-	struct nt_callsig kept;	       /* its last call completed, answer lost, not undone */
-};
 
 /*
  * One call's identity, what the engine gets as struct sv_cred, and how to complete it.
@@ -167,13 +89,6 @@ bool ident_keeps(const struct nt_super *s);
  * that has been reaped: handle the pending exits, nt_drain_exits(), and ask again).
  */
 struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err);
-struct nt_thread *ident_thread_find(struct nt_super *s, int32_t tid);
-void ident_thread_put(struct nt_thread *thr);
-/*
- * A record found stale (its thread is gone and its number was given to another): out of the
- * tables, so that the next lookup makes a fresh one. Its parked call, if any, is dropped.
- */
-void ident_thread_stale(struct nt_super *s, struct nt_thread *thr);
 
 /*
  * Is thr's record still its thread's, or has the thread gone and its number been given to
@@ -228,11 +143,5 @@ void ident_forget_ns(struct nt_thread *thr);
 
 /* GETPID translation: pid (supervisor view) as thread thr sees it; 0 if invisible. */
 int32_t ident_pid_for(struct nt_super *s, const struct nt_thread *thr, int32_t pid);
-
-/* Exits: a thread's pidfd event; a process's (its whole group is gone). */
-void ident_thread_exited(struct nt_super *s, struct nt_thread *thr);
-/* (what the exit completes goes to wq) */
-void ident_process_exited(struct nt_super *s, struct nt_process *p, struct sv_wakeq *wq);
-void ident_process_put(struct nt_process *p);
 
 #endif

@@ -1,489 +1,45 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Serving one notification: decode it, find out who is calling, run the call in the engine,
- * answer it or park it; and everything that ends a parked call (completion by another call,
- * timeout, signal, death).
+ * Serving one trapped call: decode it, find out who is calling (ident.h), run the call in the
+ * engine, answer it or park it (parked.h). Serving a semaphore call goes in four phases, each
+ * a function below: the caller's record and identity (begin_call), a restart of an interrupted
+ * call (restart_or_retry), the engine (call_*), and the answer or the parking.
  *
  * The cheap path, a semop by a thread whose credentials are cached, costs four system calls:
- * NOTIF_RECV (super.c), one process_vm_readv of the timeout and sops together, NOTIF_ID_VALID
- * (so nothing read is used if the caller vanished and its tid was reused), NOTIF_SEND.
+ * the receive (receiver.c), one process_vm_readv of the timeout and sops together, one
+ * PIDFD_GET_INFO (so nothing read is used if the caller vanished and its tid was reused), the
+ * answer.
  *
- * Signals. A caller parked here sleeps interruptibly in the kernel. A caught signal cancels its
- * notification: without SA_RESTART it returns EINTR at once; with SA_RESTART (or after
- * SIGSTOP/SIGCONT) the kernel silently restarts the system call as a new notification with the
- * same arguments. Natively semop never restarts: a wait interrupted by a signal always returns
- * EINTR. So: a thread has at most one system call in flight, and a new notification from a thread
- * whose parked call is still registered proves that call dead. If the new call repeats the dead
- * one exactly, it is the kernel's restart and is answered EINTR; otherwise it is served. A sweep
- * (every 100 ms) finds parked calls whose caller vanished without calling again, and remembers
- * them so that a later restart is still answered EINTR. The residue: a handler without SA_RESTART
- * followed by an immediate retry of the very same call gets one extra EINTR.
- *
- * Completions that cannot be delivered (NOTIF_SEND says ENOENT: the caller was interrupted or
- * died between our decision and our answer) are rolled back in the engine, so no value is lost.
- * If the caller restarted the call in between, the restart takes the completed result instead.
+ * A thread has at most one system call in flight, so a new call from a thread whose parked
+ * call is still registered proves that call dead (parked.h). If the new call repeats the dead
+ * one exactly, it is the kernel's restart and is answered EINTR; otherwise it is served. The
+ * residue: a handler without SA_RESTART followed by an immediate retry of the very same call
+ * gets one extra EINTR.
  */
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <linux/audit.h>
-#include <unistd.h>
 
-#include "notify/notify_int.h"
+#include "lock/xpthread.h"
+#include "notify/exits.h"
+#include "notify/ident.h"
+#include "notify/listener.h"
+#include "notify/parked.h"
+#include "notify/serve.h"
+#include "notify/stats.h"
+#include "notify/super.h"
 #include "util/fault.h"
 
 #define X32_BIT	      0x40000000
-#define NR_SEMGET     64
-#define NR_SEMOP      65
-#define NR_SEMCTL     66
-#define NR_SEMTIMEDOP 220
 #define NR_UNSHARE    272 /* x86_64 and x32 */
 #define NR_SETNS      308
 #define NR32_UNSHARE  310 /* i386 */
 #define NR32_SETNS    346
 #define PREFETCH_SOPS 64
-#define OVERFLOW_ID   65534 /* /proc/sys/kernel/overflowuid, as the kernel munges */
-#define SWEEP_BATCH   512   /* parked callers checked per sweep tick, at most */
-/*
- * The kernel keeps a listener's pending notifications in one list that NOTIF_ID_VALID walks
- * under the notifier's mutex, so one check costs about as much as there are parked calls, and
- * every caller's RECV and SEND wait on that mutex too. A sweep tick may spend about this many
- * list steps: with 10,000 parked callers it checks 25 of them per tick.
- */
-#define SWEEP_STEPS (256 * 1024)
-#define SWEEP_MIN   8
-
-/*
- * NOTIF_ID_VALID and NOTIF_SEND take the notifier's mutex interruptibly: a signal (the receiver's
- * kick, super.c) makes them fail with EINTR having done nothing, so they are retried.
- */
-bool nt_id_valid(const struct nt_listener *l, uint64_t id)
-{
-	int rc;
-
-	while ((rc = ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id)) && errno == EINTR)
-		;
-	return rc == 0;
-}
-
-/* Answer a notification: a value, -errno, or (flags) CONTINUE. 0, or -errno from the kernel. */
-static int reply(const struct nt_listener *l, uint64_t id, long val, uint32_t flags)
-{
-	size_t size = l->super->resp_size;
-	union {
-		struct seccomp_notif_resp r;
-		char raw[256];
-	} u;
-
-	memset(&u, 0, size < sizeof(u) ? size : sizeof(u));
-	u.r.id = id;
-	u.r.flags = flags;
-	if (val < 0)
-		u.r.error = (int32_t)val; /* must be negative, or it reads as success */
-	else
-		u.r.val = val;
-	while (ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_SEND, &u.r))
-		if (errno != EINTR)
-			return -errno;
-	return 0;
-}
-
-static inline int hist_bucket(int64_t ns)
-{
-	int b = 0;
-
-	while (ns > 1 && b < NT_NBUCKET - 1) {
-		ns >>= 1;
-		b++;
-	}
-	return b;
-}
-
-static void count_answer(struct nt_stats *st, long val)
-{
-	if (val < 0 && -val < NT_NERRNO)
-		NT_ADD(st, errors[-val], 1);
-}
-
-static bool same_call(const struct nt_callsig *sig, int nr, const uint64_t *args)
-{
-	return sig->valid && sig->nr == nr && !memcmp(sig->args, args, sizeof(sig->args));
-}
-
-static void record(struct nt_callsig *sig, int nr, const uint64_t *args, long result)
-{
-	sig->valid = true;
-	sig->nr = nr;
-	memcpy(sig->args, args, sizeof(sig->args));
-	sig->result = result;
-}
-
-static const char *call_name(int nr)
-{
-	switch (nr) {
-	case NR_SEMGET:
-		return "semget";
-	case NR_SEMOP:
-		return "semop";
-	case NR_SEMTIMEDOP:
-		return "semtimedop";
-	case NR_SEMCTL:
-		return "semctl";
-	}
-	return "?";
-}
-
-static void trace(struct nt_super *s, int32_t tid, int nr, const uint64_t *a, long val,
-		  const char *how)
-{
-	char res[64];
-
-	if (!s->cfg.trace)
-		return;
-	if (val < 0)
-		snprintf(res, sizeof(res), "-1 %s", strerrorname_np((int)-val) ?: "E?");
-	else
-		snprintf(res, sizeof(res), "%ld", val);
-	if (nr == NR_SEMGET)
-		fprintf(s->cfg.trace, "semvisor: [%d] semget(%#x, %d, %#o) = %s%s\n", tid,
-			(unsigned int)a[0], (int)a[1], (unsigned int)a[2], res, how);
-	else if (nr == NR_SEMCTL)
-		fprintf(s->cfg.trace, "semvisor: [%d] semctl(%d, %d, %d, %#llx) = %s%s\n", tid,
-			(int)a[0], (int)a[1], (int)a[2], (unsigned long long)a[3], res, how);
-	else
-		fprintf(s->cfg.trace, "semvisor: [%d] %s(%d, %#llx, %u%s) = %s%s\n", tid,
-			call_name(nr), (int)a[0], (unsigned long long)a[1], (unsigned int)a[2],
-			nr == NR_SEMTIMEDOP && a[3] ? ", timeout" : "", res, how);
-}
-
-/* ---- requests ---- */
-
-void nt_req_put(struct nt_req *r)
-{
-	if (atomic_fetch_sub_explicit(&r->refcount, 1, memory_order_acq_rel) != 1)
-		return;
-	ident_thread_put(r->thr);
-	nt_listener_put(r->l);
-	if (r->ns)
-		nt_ns_put(r->ns);
-	free(r);
-}
-
-/* ---- timers (a min-heap of deadlines behind one timerfd) ---- */
-
-static void heap_swap(struct nt_super *s, int i, int j)
-{
-	struct nt_req *t = s->timers[i];
-
-	s->timers[i] = s->timers[j];
-	s->timers[j] = t;
-	s->timers[i]->heap_idx = i;
-	s->timers[j]->heap_idx = j;
-}
-
-static void heap_up(struct nt_super *s, int i)
-{
-	while (i > 0 && s->timers[(i - 1) / 2]->deadline_ns > s->timers[i]->deadline_ns) {
-		heap_swap(s, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
-}
-
-static void heap_down(struct nt_super *s, int i)
-{
-	for (;;) {
-		int l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < s->ntimers && s->timers[l]->deadline_ns < s->timers[m]->deadline_ns)
-			m = l;
-		if (r < s->ntimers && s->timers[r]->deadline_ns < s->timers[m]->deadline_ns)
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(s, i, m);
-		i = m;
-	}
-}
-
-/* caller holds timers_lock */
-static void timerfd_arm(struct nt_super *s)
-{
-	struct itimerspec its = { 0 };
-
-	if (s->ntimers) {
-		int64_t d = s->timers[0]->deadline_ns;
-
-		its.it_value.tv_sec = d / 1000000000;
-		its.it_value.tv_nsec = d % 1000000000;
-		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
-			its.it_value.tv_nsec = 1;
-	}
-	if (timerfd_settime(s->timer.fd, TFD_TIMER_ABSTIME, &its, NULL))
-		abort();
-}
-
-static int timer_add(struct nt_super *s, struct nt_req *r)
-{
-	xlock(&s->timers_lock);
-	if (s->ntimers == s->timers_cap) {
-		int cap = s->timers_cap ? s->timers_cap * 2 : 64;
-		struct nt_req **t =
-		    sv_fault(SV_FAULT_ALLOC) ? NULL : realloc(s->timers, (size_t)cap * sizeof(*t));
-
-		if (!t) {
-			xunlock(&s->timers_lock);
-			return -ENOMEM;
-		}
-		s->timers = t;
-		s->timers_cap = cap;
-	}
-	atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed); /* the heap's */
-	r->heap_idx = s->ntimers;
-	s->timers[s->ntimers++] = r;
-	heap_up(s, r->heap_idx);
-	if (r->heap_idx == 0)
-		timerfd_arm(s);
-	xunlock(&s->timers_lock);
-	return 0;
-}
-
-/* Remove r from the heap if it is there. Returns whether it was (the heap's reference moved to
-   the caller). caller holds timers_lock */
-static bool heap_remove(struct nt_super *s, struct nt_req *r)
-{
-	int i = r->heap_idx;
-
-	if (i < 0)
-		return false;
-	r->heap_idx = -1;
-	if (i != --s->ntimers) {
-		s->timers[i] = s->timers[s->ntimers];
-		s->timers[i]->heap_idx = i;
-		heap_down(s, i);
-		heap_up(s, i);
-	}
-	return true;
-}
-
-/* A parked call is finished: out of the timer heap and the sweep list. */
-static void req_detach(struct nt_super *s, struct nt_req *r)
-{
-	bool had_timer;
-
-	xlock(&s->timers_lock);
-	had_timer = heap_remove(s, r);
-	xunlock(&s->timers_lock);
-	if (had_timer)
-		nt_req_put(r);
-	xlock(&s->parked_lock);
-	if (!cds_list_empty(&r->parked_node)) {
-		cds_list_del_init(&r->parked_node);
-		atomic_fetch_sub_explicit(&r->l->parked, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_relaxed);
-	}
-	xunlock(&s->parked_lock);
-}
-
-void nt_timers_expire(struct nt_worker *wk)
-{
-	struct nt_super *s = wk->super;
-	struct nt_req *due[64];
-	int n = 0;
-	uint64_t ticks;
-	int64_t now = nt_now_ns();
-
-	if (read(s->timer.fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
-		abort();
-	xlock(&s->timers_lock);
-	while (s->ntimers && s->timers[0]->deadline_ns <= now && n < 64) {
-		due[n] = s->timers[0];
-		heap_remove(s, due[n]); /* its reference is ours now */
-		n++;
-	}
-	timerfd_arm(s);
-	xunlock(&s->timers_lock);
-	nt_rearm(s, &s->timer);
-
-	for (int i = 0; i < n; i++) {
-		struct nt_req *r = due[i];
-		struct nt_thread *thr = r->thr;
-		bool mine = false;
-
-		xlock(&thr->lock);
-		if (thr->parked == r && sv_waiter_cancel(r->w) == 0) {
-			thr->parked = NULL;
-			mine = true;
-		}
-		xunlock(&thr->lock);
-		if (mine) {
-			long val = -EAGAIN;
-
-			req_detach(s, r);
-			if (reply(r->l, r->id, val, 0) == 0) {
-				NT_ADD(&wk->stats, timeouts, 1);
-				count_answer(&wk->stats, val);
-			} else {
-				NT_ADD(&wk->stats, stale, 1);
-			}
-			trace(s, thr->tid, r->nr, r->args, val, " (timed out)");
-			sv_waiter_free(r->w);
-			nt_req_put(r); /* the parked call's */
-		}
-		nt_req_put(r); /* the heap's */
-	}
-}
-
-/* ---- ends of parked calls ---- */
-
-void nt_drop_parked(struct nt_worker *wk, struct nt_thread *thr, bool remember)
-{
-	struct nt_req *r = thr->parked;
-	struct nt_super *s = r->l->super;
-
-	thr->parked = NULL;
-	if (remember)
-		record(&thr->interrupted, r->nr, r->args, -EINTR);
-	NT_ADD(NT_STATS(s, wk), interrupted, 1);
-	if (sv_waiter_cancel(r->w) == 0) {
-		req_detach(s, r);
-		sv_waiter_free(r->w);
-		nt_req_put(r);
-	}
-	/* else it was completed and sits on a wake queue: its answer will fail and roll back */
-}
-
-void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
-{
-	struct sv_waiter *w;
-
-	while ((w = sv_wakeq_pop(wq))) {
-		struct nt_req *r = sv_waiter_cookie(w);
-		struct nt_thread *thr = r->thr;
-		struct nt_super *s = r->l->super;
-		struct nt_stats *st = NT_STATS(s, wk);
-		int status = sv_waiter_result(w);
-		bool adopted;
-
-		/*
-		 * The answer goes, and a lost one is undone and recorded, under the thread's
-		 * lock: its next call (a restart) waits for all of that, so it can neither run
-		 * the call a second time nor consume what is being undone.
-		 */
-		xlock(&thr->lock);
-		if (thr->parked == r)
-			thr->parked = NULL;
-		adopted = r->adopted;
-		req_detach(s, r);
-
-		if (adopted) {
-			/* the caller's restart took this result (serve_sem) */
-		} else if (reply(r->l, r->id, status, 0) == 0) {
-			NT_ADD(st, woken, 1);
-			NT_ADD(st, wait_ns[hist_bucket(nt_now_ns() - r->parked_ns)], 1);
-			count_answer(st, status);
-			trace(s, thr->tid, r->nr, r->args, status, " (after waiting)");
-		} else {
-			/*
-			 * The caller was interrupted (or died) while it waited. Undo what completing
-			 * it applied; a restart of the call is then the kernel's restart of an
-			 * interrupted wait, which natively returns EINTR. If later calls used what
-			 * it produced it stays done, and a restart gets its result.
-			 */
-			bool kept;
-
-			sv_fault_pause(SV_FAULT_SLOW_UNDO, 200);
-			kept = sv_waiter_rollback(w, wq) == -ERANGE;
-			if (kept)
-				record(&thr->kept, r->nr, r->args, status);
-			else
-				record(&thr->interrupted, r->nr, r->args, -EINTR);
-			if (kept)
-				NT_ADD(st, kept, 1);
-			else if (status == 0)
-				NT_ADD(st, rolled_back, 1);
-			else
-				NT_ADD(st, stale, 1);
-		}
-		xunlock(&thr->lock);
-		sv_waiter_free(w);
-		nt_req_put(r);
-	}
-}
-
-void nt_sweep(struct nt_worker *wk)
-{
-	struct nt_super *s = wk->super;
-	struct nt_req *batch[SWEEP_BATCH];
-	struct nt_req *r, *tmp;
-	int n = 0, parked = atomic_load_explicit(&s->nparked, memory_order_relaxed);
-	int budget = parked > 0 ? SWEEP_STEPS / parked : SWEEP_BATCH;
-
-	if (budget > SWEEP_BATCH)
-		budget = SWEEP_BATCH;
-	if (budget < SWEEP_MIN)
-		budget = SWEEP_MIN;
-	/* Check a batch from the front, and move it to the back for next time. */
-	xlock(&s->parked_lock);
-	cds_list_for_each_entry_safe(r, tmp, &s->parked, parked_node) {
-		if (n == budget)
-			break;
-		atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
-		batch[n++] = r;
-	}
-	for (int i = 0; i < n; i++) {
-		cds_list_del(&batch[i]->parked_node);
-		cds_list_add_tail(&batch[i]->parked_node, &s->parked);
-	}
-	xunlock(&s->parked_lock);
-
-	for (int i = 0; i < n; i++) {
-		r = batch[i];
-		if (!nt_id_valid(r->l, r->id)) {
-			struct nt_thread *thr = r->thr;
-
-			xlock(&thr->lock);
-			if (thr->parked == r)
-				nt_drop_parked(wk, thr, true);
-			xunlock(&thr->lock);
-		}
-		nt_req_put(r);
-	}
-}
-
-void nt_listener_gone(struct nt_worker *wk, struct nt_listener *l)
-{
-	struct nt_super *s = wk->super;
-	struct nt_req *r;
-
-	/* No task uses the filter: every call parked through it is dead. */
-	for (;;) {
-		struct nt_req *found = NULL;
-
-		xlock(&s->parked_lock);
-		cds_list_for_each_entry(r, &s->parked, parked_node) {
-			if (r->l == l) {
-				atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
-				found = r;
-				break;
-			}
-		}
-		xunlock(&s->parked_lock);
-		if (!found)
-			return;
-		xlock(&found->thr->lock);
-		if (found->thr->parked == found)
-			nt_drop_parked(wk, found->thr, false);
-		xunlock(&found->thr->lock);
-		/* whatever happened, it is no longer on the list once detached */
-		req_detach(s, found);
-		nt_req_put(found);
-	}
-}
 
 /* ---- restart or retry ---- */
 
@@ -501,7 +57,7 @@ void nt_listener_gone(struct nt_worker *wk, struct nt_listener *l)
  * means no handler ran: a stop and continue, which restarts. Only called in this ambiguous
  * case, so the common path pays nothing.
  */
-static bool kernel_restarted(pid_t tid, int raw_nr)
+static bool kernel_restarted(const struct nt_listener *l, pid_t tid, int raw_nr)
 {
 	enum {
 		RAX = 13,
@@ -518,7 +74,7 @@ static bool kernel_restarted(pid_t tid, int raw_nr)
 	w = malloc(len);
 	if (!w)
 		return true;
-	while (len >= 4096 && tgt_read(tid, top - len, w, len))
+	while (len >= 4096 && nt_read(l, tid, top - len, w, len))
 		len /= 2; /* the stack's mapping may end sooner */
 	for (size_t i = len / 8 - RIP - 1; len >= 4096 && i-- > 0;) {
 		if (w[i + RSP] != sp)
@@ -566,10 +122,10 @@ static int op_read(const struct sv_caller *c, uint64_t addr, void *buf, size_t l
 			return 0;
 		}
 	}
-	if (tgt_read(cx->thr->tid, addr, buf, len))
+	if (nt_read(cx->l, cx->thr->tid, addr, buf, len))
 		return -EFAULT;
 	/* Read by number: ours only if the caller still waits (ident.h). */
-	if (!nt_id_valid(cx->l, cx->notif_id))
+	if (!nt_waits(cx->l, cx->notif_id))
 		return -EFAULT;
 	return 0;
 }
@@ -579,9 +135,9 @@ static int op_write(const struct sv_caller *c, uint64_t addr, const void *buf, s
 	struct call_ctx *cx = c->priv;
 
 	/* Never write into a process that is not our caller any more. */
-	if (!nt_id_valid(cx->l, cx->notif_id))
+	if (!nt_waits(cx->l, cx->notif_id))
 		return -EFAULT;
-	return tgt_write(cx->thr->tid, addr, buf, len) ? -EFAULT : 0;
+	return nt_write(cx->l, cx->thr->tid, addr, buf, len) ? -EFAULT : 0;
 }
 
 static int32_t op_pid_out(const struct sv_caller *c, int32_t pid)
@@ -643,21 +199,19 @@ static bool prefetch(struct call_ctx *cx, int nr, const uint64_t *args)
 	unsigned int nsops = (unsigned int)args[2];
 	uint64_t tsaddr = nr == NR_SEMTIMEDOP ? args[3] : 0;
 	size_t sops_len = nsops >= 1 && nsops <= PREFETCH_SOPS ? nsops * sizeof(cx->sops[0]) : 0;
-	int r1, r2;
+	struct nt_span sp[2];
+	int n = 0;
 
 	if (!sops_len && !tsaddr)
 		return false;
-	if (!tsaddr) { /* semop, and glibc's semop(): one region */
-		r1 = 0;
-		r2 = tgt_read(cx->thr->tid, args[1], cx->sops, sops_len);
-	} else {
-		tgt_read2(cx->thr->tid, tsaddr, &cx->ts, sizeof(cx->ts), &r1, args[1], cx->sops,
-			  sops_len, &r2);
-	}
-	if (tsaddr)
-		cx->pre[cx->npre++] = (typeof(cx->pre[0])){ tsaddr, sizeof(cx->ts), r1, &cx->ts };
+	if (tsaddr) /* semtimedop: both regions in one read */
+		sp[n++] = (struct nt_span){ tsaddr, &cx->ts, sizeof(cx->ts), 0 };
 	if (sops_len)
-		cx->pre[cx->npre++] = (typeof(cx->pre[0])){ args[1], sops_len, r2, cx->sops };
+		sp[n++] = (struct nt_span){ args[1], cx->sops, sops_len, 0 };
+	cx->l->tp->read(cx->l, cx->thr->tid, sp, n);
+	for (int i = 0; i < n; i++)
+		cx->pre[cx->npre++] =
+		    (typeof(cx->pre[0])){ sp[i].addr, sp[i].len, sp[i].err, sp[i].buf };
 	return true;
 }
 
@@ -679,54 +233,8 @@ static void answer_lost(struct nt_worker *wk, struct call_ctx *cx, int nr, const
 		NT_ADD(&wk->stats, rolled_back, 1);
 		return;
 	}
-	record(&cx->thr->kept, nr, args, val);
+	nt_callsig_set(&cx->thr->kept, nr, args, val);
 	NT_ADD(&wk->stats, kept, 1);
-}
-
-/*
- * GETNCNT and GETZCNT count waiters, and a caller interrupted in its wait is, natively, no
- * longer one by the time anybody can ask. Drop the parked calls that could count for this
- * semaphore and whose caller has vanished (the sweep would find them within 100 ms): one
- * NOTIF_ID_VALID each, so only those. Caller holds no thread lock.
- */
-static void drop_vanished_waiters(struct nt_worker *wk, struct nt_ns *ns, int semid, int semnum)
-{
-	struct nt_super *s = wk->super;
-	struct nt_req *r, **found = NULL;
-	int n = 0, cap = 0;
-
-	xlock(&s->parked_lock);
-	cds_list_for_each_entry(r, &s->parked, parked_node) {
-		/* only waiters that can count for semnum: one-sop calls on it, and complex ones */
-		if (r->ns != ns || (int)r->args[0] != semid ||
-		    (r->semnum >= 0 && r->semnum != semnum))
-			continue;
-		if (n == cap) {
-			struct nt_req **more;
-
-			cap = cap ? 2 * cap : 16;
-			more = sv_fault(SV_FAULT_ALLOC)
-				   ? NULL
-				   : realloc(found, (size_t)cap * sizeof(*more));
-			if (!more)
-				break; /* the sweep finds the rest within 100 ms */
-			found = more;
-		}
-		atomic_fetch_add_explicit(&r->refcount, 1, memory_order_relaxed);
-		found[n++] = r;
-	}
-	xunlock(&s->parked_lock);
-	for (int i = 0; i < n; i++) {
-		r = found[i];
-		if (!nt_id_valid(r->l, r->id)) {
-			xlock(&r->thr->lock);
-			if (r->thr->parked == r)
-				nt_drop_parked(wk, r->thr, true);
-			xunlock(&r->thr->lock);
-		}
-		nt_req_put(r);
-	}
-	free(found);
 }
 
 /* ---- namespace changes ---- */
@@ -766,7 +274,7 @@ static bool undo_applies(const struct nt_thread *thr, bool unshare, uint64_t fla
 static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 			    const struct seccomp_notif *n, bool unshare, bool i386)
 {
-	struct nt_thread *thr = ident_thread_find(wk->super, (int32_t)n->pid);
+	struct nt_thread *thr = nt_thread_find(wk->super, (int32_t)n->pid);
 	uint64_t mask = i386 ? 0xffffffffull : ~0ull;
 	uint64_t flags = (unshare ? n->data.args[0] : n->data.args[1] & 0xffffffffull) & mask;
 	bool applies = false;
@@ -783,12 +291,12 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 		applies =
 		    !gone && undo_applies(thr, unshare, flags, (int)(n->data.args[0] & 0xffffffff));
 		/* one proof that all read by number above was our caller's */
-		waits = nt_id_valid(l, n->id);
+		waits = nt_waits(l, n->id);
 		if (gone || !waits) {
 			xunlock(&thr->lock);
 			if (gone && waits)
-				ident_thread_stale(wk->super, thr);
-			ident_thread_put(thr);
+				nt_thread_stale(wk->super, thr);
+			nt_thread_put(thr);
 			thr = NULL;
 		}
 	}
@@ -798,12 +306,12 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 		if (thr->tid != thr->proc->tgid && (flags == 0 || (flags & CLONE_NEWIPC)))
 			atomic_store(&thr->proc->mixed_ns, true);
 	}
-	rc = reply(l, n->id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+	rc = nt_answer(l, n->id, 0, NT_CONTINUE);
 	if (thr) {
 		if (rc == 0 && applies)
 			ident_detach_undo(thr->proc, &wq);
 		xunlock(&thr->lock);
-		ident_thread_put(thr);
+		nt_thread_put(thr);
 	}
 	nt_deliver(wk, &wq);
 }
@@ -848,12 +356,12 @@ static int begin_call(struct nt_worker *wk, struct nt_listener *l, const struct 
 		ident_end(&cx->id);
 		xunlock(&thr->lock);
 		/* our caller waits, yet the record's thread is gone: the record is stale */
-		if (err != -ESRCH || !nt_id_valid(l, n->id)) {
-			ident_thread_put(thr);
+		if (err != -ESRCH || !nt_waits(l, n->id)) {
+			nt_thread_put(thr);
 			return err;
 		}
-		ident_thread_stale(s, thr);
-		ident_thread_put(thr);
+		nt_thread_stale(s, thr);
+		nt_thread_put(thr);
 		nt_drain_exits(wk);
 		err = -EAGAIN;
 	}
@@ -876,31 +384,30 @@ static bool restart_or_retry(struct nt_worker *wk, struct call_ctx *cx,
 	if (thr->parked) {
 		struct nt_req *old = thr->parked;
 		bool restart = old->nr == nr && !memcmp(old->args, args, sizeof(old->args)) &&
-			       kernel_restarted(thr->tid, n->data.nr) && ident_prove(&cx->id) == 0;
+			       kernel_restarted(cx->l, thr->tid, n->data.nr) &&
+			       ident_prove(&cx->id) == 0;
 
-		thr->parked = NULL;
-		NT_ADD(&wk->stats, interrupted, 1);
-		if (sv_waiter_cancel(old->w) == 0) {
-			req_detach(wk->super, old);
-			sv_waiter_free(old->w);
-			nt_req_put(old);
+		if (nt_drop_parked(wk, thr, false)) {
 			if (restart) {
 				/* the kernel restarted an interrupted wait: natively that is EINTR */
 				*val = -EINTR;
 				early = true;
 			}
 		} else if (restart) {
-			/* It completed before its answer could go: the restart takes the result. */
+			/*
+			 * It completed before its answer could go: the restart takes the result.
+			 * Its deliverer, which holds it, waits for thr->lock.
+			 */
 			old->adopted = true;
 			*val = sv_waiter_result(old->w);
 			early = true;
 		}
 		/* else it completed and its answer will fail: the deliverer rolls it back */
-	} else if (same_call(&thr->interrupted, nr, args) &&
-		   kernel_restarted(thr->tid, n->data.nr) && ident_prove(&cx->id) == 0) {
+	} else if (nt_callsig_is(&thr->interrupted, nr, args) &&
+		   kernel_restarted(cx->l, thr->tid, n->data.nr) && ident_prove(&cx->id) == 0) {
 		*val = -EINTR;
 		early = true;
-	} else if (same_call(&thr->kept, nr, args)) {
+	} else if (nt_callsig_is(&thr->kept, nr, args)) {
 		*val = thr->kept.result;
 		early = true;
 	}
@@ -979,7 +486,7 @@ static long call_semctl(struct nt_worker *wk, struct call_ctx *cx, const uint64_
 	case SV_GETNCNT:
 	case SV_GETZCNT:
 		xunlock(&cx->thr->lock);
-		drop_vanished_waiters(wk, cx->id.ns, (int)args[0], (int)args[1]);
+		nt_drop_vanished(wk, cx->id.ns, (int)args[0], (int)args[1]);
 		xlock(&cx->thr->lock);
 		break;
 	}
@@ -994,39 +501,22 @@ static long call_semctl(struct nt_worker *wk, struct call_ctx *cx, const uint64_
 static bool park_call(struct nt_worker *wk, struct call_ctx *cx, const struct seccomp_notif *n,
 		      int64_t t0, const struct sv_park *park, long *val)
 {
-	struct nt_super *s = wk->super;
 	struct nt_req *req = wk->spare;
-	struct nt_thread *thr = cx->thr;
-	struct nt_listener *l = cx->l;
 
 	wk->spare = NULL; /* the parked call owns it now */
 	atomic_store_explicit(&req->refcount, 1, memory_order_relaxed); /* whoever ends it */
-	atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&thr->refcount, 1, memory_order_relaxed);
+	nt_listener_get(cx->l);
+	atomic_fetch_add_explicit(&cx->thr->refcount, 1, memory_order_relaxed);
 	req->w = park->waiter;
 	req->ns = cx->id.ns;
 	nt_ns_get(req->ns);
 	req->semnum = (unsigned int)n->data.args[2] == 1 ? cx->sops[0].sem_num : -1;
-	req->parked_ns = nt_now_ns();
-	thr->parked = req;
-	xlock(&s->parked_lock);
-	cds_list_add_tail(&req->parked_node, &s->parked);
-	atomic_fetch_add_explicit(&l->parked, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->nparked, 1, memory_order_relaxed);
-	xunlock(&s->parked_lock);
-	if (park->timed) {
-		/* the kernel counts the timeout from the call's entry */
+	/* the kernel counts the timeout from the call's entry */
+	if (park->timed)
 		req->deadline_ns = t0 + park->timeout.tv_sec * 1000000000LL + park->timeout.tv_nsec;
-		if (timer_add(s, req) && sv_waiter_cancel(req->w) == 0) {
-			/* no memory for the timer: take the call back and say so */
-			thr->parked = NULL;
-			req_detach(s, req);
-			sv_waiter_free(req->w);
-			nt_req_put(req);
-			*val = -ENOMEM;
-			return false;
-		}
-		/* (if it completed meanwhile, its deliverer answers it) */
+	if (nt_park(wk->super, req)) {
+		*val = -ENOMEM; /* no memory for the timer: the call was taken back */
+		return false;
 	}
 	NT_ADD(&wk->stats, parked, 1);
 	return true;
@@ -1044,17 +534,17 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 	int rc;
 
 	if (val == -SV_EGONE) {
-		if (!nt_id_valid(cx->l, n->id)) {
+		if (!nt_waits(cx->l, n->id)) {
 			NT_ADD(&wk->stats, stale, 1);
 			return;
 		}
 		/* it waits after all: it must hear something, and nothing was done */
 		val = -ENOMEM;
 	}
-	rc = reply(cx->l, n->id, val, 0);
+	rc = nt_answer(cx->l, n->id, val, 0);
 	if (rc == 0) {
-		count_answer(&wk->stats, val);
-		NT_ADD(&wk->stats, service_ns[hist_bucket(nt_now_ns() - t0)], 1);
+		nt_count_answer(&wk->stats, val);
+		NT_ADD(&wk->stats, service_ns[nt_hist_bucket(nt_now_ns() - t0)], 1);
 	} else {
 		NT_ADD(&wk->stats, stale, 1);
 		if (rc == -ENOENT)
@@ -1087,13 +577,13 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		 * memory (or what we could not read about it), or a caller we cannot see at all
 		 * (outside our pid namespace). A caller that waits always hears something.
 		 */
-		if (err == -ESRCH && !nt_id_valid(l, n->id))
+		if (err == -ESRCH && !nt_waits(l, n->id))
 			NT_ADD(&wk->stats, stale, 1);
-		else if (reply(l, n->id,
-			       err == -EACCES	? -ENOSYS
-			       : err == -EAGAIN ? err
-						: -ENOMEM,
-			       0))
+		else if (nt_answer(l, n->id,
+				   err == -EACCES   ? -ENOSYS
+				   : err == -EAGAIN ? err
+						    : -ENOMEM,
+				   0))
 			NT_ADD(&wk->stats, stale, 1);
 		nt_deliver(wk, &wq);
 		return;
@@ -1101,12 +591,13 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	thr = cx.thr;
 	if (restart_or_retry(wk, &cx, n, nr, &val)) {
 		/* under the lock: if this answer is lost as well, the next restart finds it here */
-		if (reply(l, n->id, val, 0) == 0)
-			count_answer(&wk->stats, val);
+		if (nt_answer(l, n->id, val, 0) == 0)
+			nt_count_answer(&wk->stats, val);
 		else
-			record(val == -EINTR ? &thr->interrupted : &thr->kept, nr, args, val);
+			nt_callsig_set(val == -EINTR ? &thr->interrupted : &thr->kept, nr, args,
+				       val);
 		xunlock(&thr->lock);
-		trace(s, thr->tid, nr, args, val, " (restart of an interrupted call)");
+		nt_trace(s, thr->tid, nr, args, val, " (restart of an interrupted call)");
 		goto out;
 	}
 
@@ -1137,13 +628,13 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		answer_call(wk, &cx, n, nr, val, t0, &wq);
 	xunlock(&thr->lock);
 	if (!parked)
-		trace(s, thr->tid, nr, args, val, val == -SV_EGONE ? " (caller gone)" : "");
+		nt_trace(s, thr->tid, nr, args, val, val == -SV_EGONE ? " (caller gone)" : "");
 	if (cx.c.proc)
 		sv_proc_put(cx.c.proc);
 out:
 	ident_end(&cx.id);
 	nt_deliver(wk, &wq);
-	ident_thread_put(thr);
+	nt_thread_put(thr);
 }
 
 void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n)
@@ -1181,5 +672,5 @@ void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_
 	}
 	/* Not a call we serve (another filter's rules, another ABI): as if it did not exist. */
 	NT_ADD(&wk->stats, calls[NT_OTHER], 1);
-	reply(l, n->id, -ENOSYS, 0);
+	nt_answer(l, n->id, -ENOSYS, 0);
 }

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the control plane asks the supervisor and orders it to do (notify.h): listing clients
+ * and namespaces, statistics, removing sets, changing limits.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lock/xpthread.h"
+#include "notify/listener.h"
+#include "notify/parked.h"
+#include "notify/receiver.h"
+#include "notify/super.h"
+
+int nt_super_for_each_ns(struct nt_super *s,
+			 int (*fn)(const char *name, struct sv_ns *ns, void *arg), void *arg)
+{
+	struct nt_ns *n;
+	int ret = 0;
+
+	xlock(&s->reg.lock);
+	cds_list_for_each_entry(n, &s->reg.namespaces, node) {
+		ret = fn(n->name, n->ns, arg);
+		if (ret)
+			break;
+	}
+	xunlock(&s->reg.lock);
+	return ret;
+}
+
+int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_client_info *, void *),
+			     void *arg)
+{
+	struct nt_listener *l;
+	int ret = 0;
+
+	xlock(&s->lock);
+	cds_list_for_each_entry(l, &s->listeners, node) {
+		struct nt_client_info info = {
+			.ns_traps = l->ns_traps,
+			.calls = atomic_load_explicit(&l->calls, memory_order_relaxed),
+			.parked = atomic_load_explicit(&l->parked, memory_order_relaxed),
+		};
+
+		snprintf(info.name, sizeof(info.name), "%s", l->name);
+		if (l->fixed_ns)
+			snprintf(info.ns, sizeof(info.ns), "%s", l->fixed_ns->name);
+		ret = fn(&info, arg);
+		if (ret)
+			break;
+	}
+	xunlock(&s->lock);
+	return ret;
+}
+
+/* Every counter is a uint64_t, read by other threads while its owner adds to it. */
+static void stats_zero(struct nt_stats *st)
+{
+	uint64_t *c = (uint64_t *)st;
+
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		__atomic_store_n(&c[i], 0, __ATOMIC_RELAXED);
+}
+
+void nt_super_reset_stats(struct nt_super *s)
+{
+	struct nt_ns *n;
+
+	for (int i = 0; i < s->nworkers; i++)
+		stats_zero(&s->workers[i].stats);
+	if (s->rcv)
+		stats_zero(&s->rcv->wk.stats);
+	stats_zero(&s->events);
+	xlock(&s->reg.lock);
+	cds_list_for_each_entry(n, &s->reg.namespaces, node)
+		sv_ns_reset_stats(n->ns);
+	xunlock(&s->reg.lock);
+}
+
+struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name)
+{
+	struct nt_ns *n = nsreg_find(&s->reg, name);
+	struct sv_ns *ns = NULL;
+
+	if (n) {
+		ns = n->ns;
+		sv_ns_get(ns);
+		nt_ns_put(n);
+	}
+	return ns;
+}
+
+int nt_super_remove_set(struct nt_super *s, const char *ns, int id)
+{
+	struct sv_ns *sns = nt_super_find_ns(s, ns);
+	struct sv_wakeq wq;
+	int ret;
+
+	if (!sns)
+		return -ENOENT;
+	sv_wakeq_init(&wq);
+	ret = sv_ns_remove_set(sns, id, &wq);
+	sv_ns_put(sns);
+	/* the waiters get EIDRM, delivered as any completion is */
+	nt_deliver(NULL, &wq);
+	return ret;
+}
+
+int nt_super_set_limits(struct nt_super *s, const char *ns, const struct sv_limits *lim)
+{
+	struct nt_ns *n;
+	int ret = 0;
+
+	if (lim->semmni < 0 || lim->semmni > SV_IPCMNI)
+		return -ERANGE;
+	if (!ns) {
+		nsreg_set_limits(&s->reg, lim);
+		return 0;
+	}
+	n = nsreg_find(&s->reg, ns);
+	if (!n)
+		return -ENOENT;
+	ret = sv_ns_set_limits(n->ns, lim);
+	nt_ns_put(n);
+	return ret;
+}
+
+/* Fold one set of counters into another; every counter is a uint64_t. */
+static void stats_add(struct nt_stats *to, const struct nt_stats *from)
+{
+	const uint64_t *f = (const uint64_t *)from;
+	uint64_t *t = (uint64_t *)to;
+
+	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+		t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+}
+
+void nt_super_stats(struct nt_super *s, struct nt_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < s->nworkers; i++)
+		stats_add(out, &s->workers[i].stats);
+	if (s->rcv)
+		stats_add(out, &s->rcv->wk.stats);
+	stats_add(out, &s->events);
+	out->namespaces_ended += atomic_load_explicit(&s->reg.ended, memory_order_relaxed);
+}

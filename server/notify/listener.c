@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Listeners and their registry (listener.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "lock/xpthread.h"
+#include "notify/listener.h"
+#include "notify/nsreg.h"
+#include "notify/stats.h"
+#include "notify/super.h"
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+void nt_listener_put(struct nt_listener *l)
+{
+	if (atomic_fetch_sub_explicit(&l->refcount, 1, memory_order_acq_rel) != 1)
+		return;
+	close(l->src.fd);
+	if (l->fixed_ns)
+		nt_ns_put(l->fixed_ns);
+	free(l);
+}
+
+int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_opts *opts)
+{
+	struct nt_listener *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		close(fd);
+		return -ENOMEM;
+	}
+	l->src = (struct nt_src){ SRC_LISTENER, fd };
+	l->tp = &nt_seccomp_transport;
+	l->refcount = 1;
+	l->super = s;
+	l->ns_traps = opts && opts->ns_traps;
+	snprintf(l->name, sizeof(l->name), "%s", opts && opts->name ? opts->name : "listener");
+	if (opts && opts->ns_name) {
+		l->fixed_ns = nsreg_named(&s->reg, opts->ns_name);
+		if (!l->fixed_ns) {
+			close(fd);
+			free(l);
+			return -ENOMEM;
+		}
+	}
+	/*
+	 * Wake-ups on the current CPU (6.6+). Without it the caller and the worker tend to land
+	 * on different CPUs and every call pays for cross-CPU wake-ups.
+	 */
+	l->sync_wake =
+	    !ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+
+	xlock(&s->lock);
+	cds_list_add_tail(&l->node, &s->listeners);
+	s->nlisteners++;
+	xunlock(&s->lock);
+	if (nt_watch(s, &l->src)) {
+		xlock(&s->lock);
+		cds_list_del(&l->node);
+		s->nlisteners--;
+		xunlock(&s->lock);
+		nt_listener_put(l);
+		return -ENOMEM;
+	}
+	NT_COUNT_EVENT(s, listeners_added);
+	return 0;
+}
+
+int nt_super_nlisteners(struct nt_super *s)
+{
+	int n;
+
+	xlock(&s->lock);
+	n = s->nlisteners;
+	xunlock(&s->lock);
+	return n;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Listeners: one per served program tree or container, each a source of trapped calls behind a
+ * transport (transport.h). The registry is s->listeners under s->lock, which is held alone.
+ */
+#ifndef SV_NOTIFY_LISTENER_H
+#define SV_NOTIFY_LISTENER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <urcu/list.h>
+
+#include "notify/events.h"
+#include "notify/transport.h"
+
+struct nt_super;
+struct nt_ns;
+
+struct nt_listener {
+	struct nt_src src;
+	const struct nt_transport *tp;
+	atomic_int refcount; /* the registry's, plus one per request in flight or parked */
+	struct nt_super *super;
+	struct cds_list_head node; /* s->listeners, under s->lock */
+	bool ns_traps;		   /* its filter traps unshare/setns (filter.h), so namespaces
+				      may be kept (ident.h) */
+	bool sync_wake;		   /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP is set on it */
+	/*
+	 * The receiver owns it (offered or taken, receiver.h): its epoll entry then watches
+	 * for a hang-up only, which the worker passes on to the receiver instead of handling.
+	 */
+	atomic_bool received;
+	bool gone;		    /* POLLHUP seen; under s->lock */
+	struct nt_ns *fixed_ns;	    /* listener_opts.ns_name (a reference), or NULL */
+	atomic_uint_fast64_t calls; /* notifications received */
+	atomic_int parked;	    /* its calls on s->parked now */
+	char name[64];
+};
+
+static inline void nt_listener_get(struct nt_listener *l)
+{
+	atomic_fetch_add_explicit(&l->refcount, 1, memory_order_relaxed);
+}
+
+void nt_listener_put(struct nt_listener *l);
+
+/* ---- the transport, through a listener ---- */
+
+static inline int nt_answer(const struct nt_listener *l, uint64_t id, long val, unsigned flags)
+{
+	return l->tp->answer(l, id, val, flags);
+}
+
+static inline bool nt_waits(const struct nt_listener *l, uint64_t id)
+{
+	return l->tp->waits(l, id);
+}
+
+/* One region of thread tid's memory: 0 or -EFAULT. */
+static inline int nt_read(const struct nt_listener *l, pid_t tid, uint64_t addr, void *buf,
+			  size_t len)
+{
+	struct nt_span sp = { addr, buf, len, 0 };
+
+	l->tp->read(l, tid, &sp, 1);
+	return sp.err;
+}
+
+static inline int nt_write(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf,
+			   size_t len)
+{
+	return l->tp->write(l, tid, addr, buf, len);
+}
+
+#endif

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Telling what was served: --trace lines and the --stats summary.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "notify/serve.h"
+#include "notify/stats.h"
+#include "notify/super.h"
+
+static const char *call_name(int nr)
+{
+	switch (nr) {
+	case NR_SEMGET:
+		return "semget";
+	case NR_SEMOP:
+		return "semop";
+	case NR_SEMTIMEDOP:
+		return "semtimedop";
+	case NR_SEMCTL:
+		return "semctl";
+	}
+	return "?";
+}
+
+void nt_trace(struct nt_super *s, int32_t tid, int nr, const uint64_t *a, long val, const char *how)
+{
+	char res[64];
+
+	if (!s->cfg.trace)
+		return;
+	if (val < 0)
+		snprintf(res, sizeof(res), "-1 %s", strerrorname_np((int)-val) ?: "E?");
+	else
+		snprintf(res, sizeof(res), "%ld", val);
+	if (nr == NR_SEMGET)
+		fprintf(s->cfg.trace, "semvisor: [%d] semget(%#x, %d, %#o) = %s%s\n", tid,
+			(unsigned int)a[0], (int)a[1], (unsigned int)a[2], res, how);
+	else if (nr == NR_SEMCTL)
+		fprintf(s->cfg.trace, "semvisor: [%d] semctl(%d, %d, %d, %#llx) = %s%s\n", tid,
+			(int)a[0], (int)a[1], (int)a[2], (unsigned long long)a[3], res, how);
+	else
+		fprintf(s->cfg.trace, "semvisor: [%d] %s(%d, %#llx, %u%s) = %s%s\n", tid,
+			call_name(nr), (int)a[0], (unsigned long long)a[1], (unsigned int)a[2],
+			nr == NR_SEMTIMEDOP && a[3] ? ", timeout" : "", res, how);
+}
+
+static const char *const call_names[NT_NCALLS] = {
+	"semget", "semop", "semtimedop", "semctl", "namespace changes", "other"
+};
+
+void nt_stats_print(const struct nt_stats *st, FILE *f)
+{
+	uint64_t total = 0, served = 0;
+
+	for (int i = 0; i < NT_NCALLS; i++)
+		total += st->calls[i];
+	for (int b = 0; b < NT_NBUCKET; b++)
+		served += st->service_ns[b];
+	fprintf(f, "semvisor: %llu calls served:", (unsigned long long)total);
+	for (int i = 0; i < NT_NCALLS; i++)
+		if (st->calls[i])
+			fprintf(f, " %s %llu", call_names[i], (unsigned long long)st->calls[i]);
+	fprintf(f,
+		"\nsemvisor: waits %llu (woken %llu, timed out %llu, interrupted %llu), "
+		"rolled back %llu, kept %llu, callers gone %llu\n",
+		(unsigned long long)st->parked, (unsigned long long)st->woken,
+		(unsigned long long)st->timeouts, (unsigned long long)st->interrupted,
+		(unsigned long long)st->rolled_back, (unsigned long long)st->kept,
+		(unsigned long long)st->stale);
+	fprintf(f, "semvisor: errors:");
+	bool any = false;
+	for (int e = 1; e < NT_NERRNO; e++) {
+		if (st->errors[e]) {
+			fprintf(f, " %s %llu", strerrorname_np(e) ? strerrorname_np(e) : "?",
+				(unsigned long long)st->errors[e]);
+			any = true;
+		}
+	}
+	fprintf(f, "%s\n", any ? "" : " none");
+	if (served) {
+		/* median service time from the log2 histogram: the bucket's upper bound */
+		uint64_t half = (served + 1) / 2, acc = 0;
+		int b = 0;
+
+		for (; b < NT_NBUCKET && acc + st->service_ns[b] < half; b++)
+			acc += st->service_ns[b];
+		fprintf(f, "semvisor: median service time < %llu ns\n", 1ull << (b + 1));
+	}
+	if (st->received)
+		fprintf(f, "semvisor: %llu calls taken by the receiver, %llu hand-overs\n",
+			(unsigned long long)st->received, (unsigned long long)st->handovers);
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The supervisor's state, shared by the files of this folder, and the order its locks nest in.
+ *
+ * Files, each calling only those listed after it:
+ *   super.c      the workers' loop and the supervisor's life (new, start, stop, free)
+ *   admin.c      control-plane questions and orders (notify.h)
+ *   receiver.c   the receiver thread beside a lone worker
+ *   serve.c      serving one call
+ *   ident.c      who is calling: credentials, namespaces and pids of one call
+ *   exits.c      how thread and process records end
+ *   parked.c     the life of a parked call
+ *   records.c    thread and process records
+ *   listener.c   listeners and their registry
+ *   transport.c  receiving and answering calls, and the callers' memory
+ *   events.c     the epoll sets
+ *   stats.c      counters and --trace
+ *   nsreg.c, target.c, filter.c   namespaces, facts read about a thread, the filter
+ *
+ * Locks, outermost first; a lock is only ever taken inside those to its left:
+ *   s->exits_lock > thr->lock > proc->lock
+ *                 > thr->lock > reg->lock (nsreg.h) > engine locks (engine.h)
+ *                                                     > s->timers_lock, s->parked_lock
+ *   s->tables_lock (records.h): inside s->exits_lock at most, never with a thread lock, with
+ *                  proc->lock inside it.
+ *   s->lock (listeners), the ghost lock (exits.c), s->timers_lock, s->parked_lock: nothing
+ *                  inside them.
+ * Workers hold no lock while they wait, except a thread's own lock while one of its calls is
+ * decided and answered (its notification is pending, so nobody else needs the lock but a
+ * deliverer, canceller or timer of that thread's parked call, and its own next call, which
+ * must find the answer's fate settled), and reads of its memory or /proc made for that call.
+ * The engine may ask for the caller's groups and capabilities (ident_cred_fill()) under
+ * ns->ids_lock, as the kernel checks permissions under its ids rwsem: /proc/TID/status,
+ * capget() and the namespace files never wait for the target, so no caller can stall others.
+ */
+#ifndef SV_NOTIFY_SUPER_H
+#define SV_NOTIFY_SUPER_H
+
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu/list.h>
+#include <urcu/rculfhash.h>
+
+#include "notify/events.h"
+#include "notify/notify.h"
+#include "notify/nsreg.h"
+#include "notify/target.h"
+
+struct nt_req;
+struct nt_receiver;
+
+/* Per worker: its counters (folded on read) and reusable buffers. */
+struct nt_worker {
+	struct nt_super *super;
+	pthread_t thread;
+	struct nt_stats stats;
+	struct seccomp_notif *notif;
+	size_t notif_size;
+	struct nt_req *spare; /* for the next semop: only a call that waits keeps one */
+};
+
+struct nt_super {
+	struct nt_config cfg;
+	int epfd;
+	struct nt_src stop, timer, sweep;
+	/*
+	 * Process exits live in an epoll set of their own, drained before serving a call while
+	 * anything depends on them (SEM_UNDO entries, parked calls): after a parent's waitpid()
+	 * returns, the child's SEM_UNDO has been applied, as in the kernel. exits_lock makes
+	 * a worker wait for one draining them already.
+	 */
+	struct nt_src exits;
+	pthread_mutex_t exits_lock;
+	atomic_int nparked;
+	int nworkers, started;
+	struct nt_worker *workers;
+	struct nt_receiver *rcv; /* NULL: none (more than one worker) */
+	size_t resp_size;
+	atomic_bool stopping;
+
+	pthread_mutex_t lock; /* listeners */
+	struct cds_list_head listeners;
+	int nlisteners;
+
+	struct tgt_features feat; /* what this kernel offers (ident.h) */
+	struct nsreg reg;	  /* namespaces */
+	int probe_ticks;	  /* sweeps until the next namespace probe */
+
+	pthread_mutex_t tables_lock; /* creation and removal in threads/procs (records.h) */
+	struct cds_lfht *threads;
+	struct cds_lfht *procs;
+
+	pthread_mutex_t timers_lock;
+	struct nt_req **timers; /* min-heap on deadline_ns */
+	int ntimers, timers_cap;
+
+	pthread_mutex_t parked_lock;
+	struct cds_list_head parked;
+
+	struct nt_stats events; /* counted outside workers (atomic adds) */
+};
+
+#endif

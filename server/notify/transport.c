@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The seccomp user-notification transport (transport.h): the listener's fd is the notifier
+ * the filter returned, calls come with NOTIF_RECV and go back with NOTIF_SEND, and the
+ * callers' memory is read and written with process_vm_readv/writev (target.h).
+ *
+ * NOTIF_ID_VALID and NOTIF_SEND take the notifier's mutex interruptibly: a signal (the
+ * receiver's kick, receiver.c) makes them fail with EINTR having done nothing, so they are
+ * retried.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "notify/listener.h"
+#include "notify/super.h"
+#include "notify/target.h"
+#include "notify/transport.h"
+
+static int seccomp_recv(struct nt_listener *l, struct seccomp_notif *n, size_t size)
+{
+	/* NOTIF_RECV insists on a zeroed buffer. */
+	memset(n, 0, size);
+	return ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_RECV, n) ? -errno : 0;
+}
+
+static bool seccomp_waits(const struct nt_listener *l, uint64_t id)
+{
+	int rc;
+
+	while ((rc = ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id)) && errno == EINTR)
+		;
+	return rc == 0;
+}
+
+static int seccomp_answer(const struct nt_listener *l, uint64_t id, long val, unsigned int flags)
+{
+	size_t size = l->super->resp_size;
+	union {
+		struct seccomp_notif_resp r;
+		char raw[256];
+	} u;
+
+	memset(&u, 0, size < sizeof(u) ? size : sizeof(u));
+	u.r.id = id;
+	u.r.flags = flags;
+	if (val < 0)
+		u.r.error = (int32_t)val; /* must be negative, or it reads as success */
+	else
+		u.r.val = val;
+	while (ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_SEND, &u.r))
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+static void seccomp_read(const struct nt_listener *l, pid_t tid, struct nt_span *sp, int n)
+{
+	(void)l;
+	if (n == 2) { /* the common semtimedop: timeout and sops in one system call */
+		tgt_read2(tid, sp[0].addr, sp[0].buf, sp[0].len, &sp[0].err, sp[1].addr, sp[1].buf,
+			  sp[1].len, &sp[1].err);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		sp[i].err = tgt_read(tid, sp[i].addr, sp[i].buf, sp[i].len);
+}
+
+static int seccomp_write(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf,
+			 size_t len)
+{
+	(void)l;
+	return tgt_write(tid, addr, buf, len);
+}
+
+const struct nt_transport nt_seccomp_transport = {
+	.name = "seccomp",
+	.recv = seccomp_recv,
+	.answer = seccomp_answer,
+	.waits = seccomp_waits,
+	.read = seccomp_read,
+	.write = seccomp_write,
+};
