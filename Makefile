@@ -3,6 +3,7 @@
 #   make              build everything into $(O) (default build/)
 #   make run          install missing packages, build, run the demo under semvisor-run
 #   make test         build and run the whole test suite
+#   make layers       draw which file of server/ calls which; fail on a circle
 #   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-tsan    the lock and engine stress tests under ThreadSanitizer
 #   make verify       model-check the lock's Promela model with spin
@@ -101,7 +102,7 @@ ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
 
 .SECONDARY:
 
-.PHONY: all run demo test check test-asan test-tsan stress verify fuzz bench bench-quick deps \
+.PHONY: all run demo test check layers test-asan test-tsan stress verify fuzz bench bench-quick deps \
         install lint format clean tests benches
 
 all: $(BINS) tests benches $(DEMO_BIN)
@@ -192,7 +193,12 @@ run: deps
 # Every test binary runs; the run fails if any of them fails.
 test check: deps
 	$(MAKE) tests $(BINS)
+	O=$(O) ./tests/layers.sh >$(O)/layers.txt || { cat $(O)/layers.txt; exit 1; }
 	O=$(O) ./tests/run.sh $(TEST_BIN)
+
+# Which file of server/ calls which, and no circle inside a layered folder (tests/layers.sh).
+layers: $(LIB)
+	O=$(O) ./tests/layers.sh
 
 test-asan:
 	$(MAKE) SAN=asan test
