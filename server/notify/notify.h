@@ -5,11 +5,13 @@
  * Listener fds (one per seccomp filter: per semvisor-run program tree, per container) are added
  * to one supervisor. A fixed pool of worker threads serves all of them: workers wait together on
  * one epoll set holding every listener (EPOLLONESHOT, so exactly one worker receives a given
- * notification and NOTIF_RECV never blocks), the timer of parked semtimedop calls, and the
- * pidfds that report process exit for SEM_UNDO. A parked call costs memory, never a thread.
+ * notification), the timer of parked semtimedop calls, and the pidfds that report process exit
+ * for SEM_UNDO; a lone worker also gets a receiver thread for its busiest listener. A parked
+ * call costs memory, never a thread.
  *
  * Used by semvisor-run (one listener; the supervisor ends with its last confined process) and by
- * semvisord (many listeners, runs until stopped).
+ * semvisord (many listeners, runs until stopped). This is the folder's only public header; the
+ * map of its files, each one concern, and the order of its locks are in super.h.
  */
 #ifndef SV_NOTIFY_H
 #define SV_NOTIFY_H
