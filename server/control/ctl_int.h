@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "control/ctl_frame.h"
-#include "lock/amutex.h"
+#include "lock/lock.h"
 #include "notify/notify.h"
 
 /*
@@ -32,9 +32,9 @@ void ctl_arena_free(struct ctl_arena *a);
 /* What answering needs besides the request. */
 struct ctl_ctx {
 	struct nt_super *super;
-	int64_t started_ns;	       /* CLOCK_MONOTONIC at ctl_server_start() */
-	int64_t reset_ns;	       /* ... at the last Reset (or start) */
-	struct amutex_stats lock_base; /* lock counters at the last Reset: they cannot be zeroed */
+	int64_t started_ns;		/* CLOCK_MONOTONIC at ctl_server_start() */
+	int64_t reset_ns;		/* ... at the last Reset (or start) */
+	struct sv_lock_stats lock_base; /* lock counters at the last Reset: they cannot be zeroed */
 	FILE *log;
 };
 
