@@ -40,7 +40,8 @@ static void *xmalloc_or_die(size_t size)
 	return p;
 }
 
-void *ctl_xalloc(struct ctl_arena *a, size_t size)
+/* zeroed */
+static void *ctl_xalloc(struct ctl_arena *a, size_t size)
 {
 	struct ctl_chunk *c = a->chunks;
 	size_t need = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
@@ -69,7 +70,7 @@ void *ctl_xalloc(struct ctl_arena *a, size_t size)
 	return p;
 }
 
-char *ctl_xstrdup(struct ctl_arena *a, const char *s)
+static char *ctl_xstrdup(struct ctl_arena *a, const char *s)
 {
 	size_t n = strlen(s) + 1;
 

@@ -18,15 +18,14 @@
 #include "notify/notify.h"
 
 /*
- * Memory for one reply's messages: bump-allocated in chunks, all freed at once once the reply is
- * packed. Control plane only, so the allocators exit on failure (x prefix), as at start-up.
+ * Memory for one reply's messages: bump-allocated in chunks by ctl_answer.c, all freed at once
+ * once the reply is packed. Control plane only, so the allocators exit on failure (x prefix), as
+ * at start-up.
  */
 struct ctl_arena {
 	struct ctl_chunk *chunks;
 };
 
-void *ctl_xalloc(struct ctl_arena *a, size_t size); /* zeroed */
-char *ctl_xstrdup(struct ctl_arena *a, const char *s);
 void ctl_arena_free(struct ctl_arena *a);
 
 /* What answering needs besides the request. */
