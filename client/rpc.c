@@ -41,8 +41,8 @@ static void explain_denied(const char *path)
 	fprintf(stderr,
 		"semvisorctl: permission denied connecting to %s (owner %s, group %s, mode %04o):\n"
 		"  you need write permission on it: be its owner, root, or in group %s\n",
-		path, user_name(sb.st_uid, u, sizeof(u)), group_name(sb.st_gid, g, sizeof(g)),
-		(unsigned)(sb.st_mode & 07777), g);
+		path, text_user_name(sb.st_uid, u, sizeof(u)),
+		text_group_name(sb.st_gid, g, sizeof(g)), (unsigned)(sb.st_mode & 07777), g);
 }
 
 int rpc_connect(struct rpc *r, const char *path, int timeout_ms)
@@ -237,7 +237,7 @@ int rpc_check(const Semvisor__Reply *reply)
 		return EX_OK;
 	/* the server's sentence says more than the status's name; hint at what to do next */
 	fprintf(stderr, "semvisorctl: %s%s\n",
-		msg ? safe(msg, buf, sizeof(buf)) : ctl_status_text(reply->status),
+		msg ? text_safe(msg, buf, sizeof(buf)) : ctl_status_text(reply->status),
 		reply->status == SEMVISOR__STATUS__AMBIGUOUS	       ? " (use --ns NAME)"
 		: reply->status == SEMVISOR__STATUS__PERMISSION_DENIED ? " (permission denied)"
 								       : "");

@@ -300,7 +300,7 @@ static int cmd_limits(struct ctx *c)
 			char name[128];
 
 			printf("limits of %s: %d %d %d %d\n",
-			       *l->ns ? safe(l->ns, name, sizeof(name))
+			       *l->ns ? text_safe(l->ns, name, sizeof(name))
 				      : "every namespace (and new ones)",
 			       l->semmsl, l->semmns, l->semopm, l->semmni);
 		}

@@ -2,7 +2,7 @@
 /*
  * semvisorctl's output for people: stats, ipcs, show, clients. Names that come from the server
  * (namespaces, client names: container ids chosen by whoever started the container) are printed
- * through safe(), so nobody can put terminal escape sequences on an administrator's screen.
+ * through text_safe(), so nobody can put terminal escape sequences on an administrator's screen.
  */
 #include <grp.h>
 #include <pwd.h>
@@ -12,7 +12,7 @@
 
 #include "ctl.h"
 
-const char *safe(const char *s, char *buf, size_t len)
+const char *text_safe(const char *s, char *buf, size_t len)
 {
 	size_t i = 0;
 
@@ -24,7 +24,7 @@ const char *safe(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-const char *fmt_ns(uint64_t ns, char *buf, size_t len)
+const char *text_fmt_ns(uint64_t ns, char *buf, size_t len)
 {
 	if (ns == UINT64_MAX)
 		snprintf(buf, len, "inf");
@@ -57,7 +57,7 @@ static const char *fmt_dur_ms(uint64_t ms, char *buf, size_t len)
 	return buf;
 }
 
-uint64_t hist_quantile(const uint64_t *count, const uint64_t *bound, size_t n, double q)
+uint64_t text_hist_quantile(const uint64_t *count, const uint64_t *bound, size_t n, double q)
 {
 	uint64_t total = 0, acc = 0, want;
 
@@ -78,31 +78,31 @@ uint64_t hist_quantile(const uint64_t *count, const uint64_t *bound, size_t n, d
 	return n ? bound[n - 1] : 0;
 }
 
-const char *user_name(uint32_t uid, char *buf, size_t len)
+const char *text_user_name(uint32_t uid, char *buf, size_t len)
 {
 	struct passwd *pw = getpwuid(uid);
 	char tmp[64];
 
 	if (pw)
-		snprintf(buf, len, "%s", safe(pw->pw_name, tmp, sizeof(tmp)));
+		snprintf(buf, len, "%s", text_safe(pw->pw_name, tmp, sizeof(tmp)));
 	else
 		snprintf(buf, len, "%u", uid);
 	return buf;
 }
 
-const char *group_name(uint32_t gid, char *buf, size_t len)
+const char *text_group_name(uint32_t gid, char *buf, size_t len)
 {
 	struct group *gr = getgrgid(gid);
 	char tmp[64];
 
 	if (gr)
-		snprintf(buf, len, "%s", safe(gr->gr_name, tmp, sizeof(tmp)));
+		snprintf(buf, len, "%s", text_safe(gr->gr_name, tmp, sizeof(tmp)));
 	else
 		snprintf(buf, len, "%u", gid);
 	return buf;
 }
 
-const char *fmt_time(int64_t t, char *buf, size_t len)
+const char *text_fmt_time(int64_t t, char *buf, size_t len)
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
@@ -127,10 +127,10 @@ static void hist_line(FILE *f, const char *what, const Semvisor__Histogram *h)
 	/* the log2 buckets give upper bounds, hence "<=" */
 	fprintf(f, "%-13s %llu: median <= %s, p90 <= %s, p99 <= %s, max <= %s\n", what,
 		(unsigned long long)h->total,
-		fmt_ns(hist_quantile(h->count, h->bound_ns, n, 0.5), a, sizeof(a)),
-		fmt_ns(hist_quantile(h->count, h->bound_ns, n, 0.9), b, sizeof(b)),
-		fmt_ns(hist_quantile(h->count, h->bound_ns, n, 0.99), c, sizeof(c)),
-		fmt_ns(hist_quantile(h->count, h->bound_ns, n, 1.0), d, sizeof(d)));
+		text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 0.5), a, sizeof(a)),
+		text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 0.9), b, sizeof(b)),
+		text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 0.99), c, sizeof(c)),
+		text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 1.0), d, sizeof(d)));
 }
 
 static uint64_t calls_total(const Semvisor__CallCounts *c)
@@ -158,12 +158,13 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 	fprintf(f, "%-13s", "semctl");
 	for (size_t i = 0; i < s->n_semctl_commands; i++)
 		fprintf(f, "%s %s %llu", i ? "," : "",
-			safe(s->semctl_commands[i]->name, name, sizeof(name)),
+			text_safe(s->semctl_commands[i]->name, name, sizeof(name)),
 			(unsigned long long)s->semctl_commands[i]->count);
 	fprintf(f, "%s\n", s->n_semctl_commands ? "" : " none");
 	fprintf(f, "%-13s", "errors");
 	for (size_t i = 0; i < s->n_errors; i++)
-		fprintf(f, "%s %s %llu", i ? "," : "", safe(s->errors[i]->name, name, sizeof(name)),
+		fprintf(f, "%s %s %llu", i ? "," : "",
+			text_safe(s->errors[i]->name, name, sizeof(name)),
 			(unsigned long long)s->errors[i]->count);
 	fprintf(f, "%s\n", s->n_errors ? "" : " none");
 	fprintf(
@@ -192,13 +193,13 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 			(unsigned long long)l->wakes,
 			(unsigned long long)(l->unqueues + l->head_quits),
 			(unsigned long long)l->unqueues, (unsigned long long)l->head_quits,
-			fmt_ns(l->spin_ns, a, sizeof(a)));
+			text_fmt_ns(l->spin_ns, a, sizeof(a)));
 	else if (l)
 		/* only the adaptive mutex keeps global counters; sets and semaphores count anyway */
 		fprintf(
 		    f,
 		    "%-13s %s: contention is counted per set and semaphore (show, ipcs --json)\n",
-		    "locks", safe(l->kind, name, sizeof(name)));
+		    "locks", text_safe(l->kind, name, sizeof(name)));
 	if (!s->n_namespaces)
 		return;
 	fprintf(f, "\n%-24s %6s %8s %8s  %-30s %s\n", "NAMESPACE", "SETS", "SEMS", "WAITERS",
@@ -211,8 +212,8 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 			snprintf(lim, sizeof(lim), "%d,%d,%d,%d", n->limits->semmsl,
 				 n->limits->semmns, n->limits->semopm, n->limits->semmni);
 		fprintf(f, "%-24s %6u %8u %8u  %-30s %llu/%llu\n",
-			safe(n->name, name, sizeof(name)), n->nsets, n->nsems, n->nwaiters, lim,
-			(unsigned long long)n->set_lock_spun,
+			text_safe(n->name, name, sizeof(name)), n->nsets, n->nsems, n->nwaiters,
+			lim, (unsigned long long)n->set_lock_spun,
 			(unsigned long long)n->set_lock_slept);
 	}
 }
@@ -241,9 +242,10 @@ void text_sets(FILE *f, const Semvisor__SetList *l)
 		const Semvisor__SetInfo *s = l->sets[i];
 
 		fprintf(f, "%-*s  0x%08x  %-10d  %-10s  %-5o  %-5u  %-19s  %s\n", w,
-			safe(s->ns, name, sizeof(name)), (uint32_t)s->key, s->id,
-			user_name(s->uid, owner, sizeof(owner)), s->mode & 0777, s->nsems,
-			fmt_time(s->otime, ot, sizeof(ot)), fmt_time(s->ctime, ct, sizeof(ct)));
+			text_safe(s->ns, name, sizeof(name)), (uint32_t)s->key, s->id,
+			text_user_name(s->uid, owner, sizeof(owner)), s->mode & 0777, s->nsems,
+			text_fmt_time(s->otime, ot, sizeof(ot)),
+			text_fmt_time(s->ctime, ct, sizeof(ct)));
 	}
 }
 
@@ -254,15 +256,15 @@ void text_set(FILE *f, const Semvisor__SetDetail *d)
 
 	if (!s)
 		return;
-	fprintf(f, "set %d in namespace %s\n", s->id, safe(s->ns, name, sizeof(name)));
+	fprintf(f, "set %d in namespace %s\n", s->id, text_safe(s->ns, name, sizeof(name)));
 	fprintf(f, "  key 0x%08x, %u semaphores, perms %03o\n", (uint32_t)s->key, s->nsems,
 		s->mode & 0777);
 	fprintf(f, "  owner %s:%s (uid %u, gid %u), creator %s:%s (uid %u, gid %u)\n",
-		user_name(s->uid, u, sizeof(u)), group_name(s->gid, g, sizeof(g)), s->uid, s->gid,
-		user_name(s->cuid, cu, sizeof(cu)), group_name(s->cgid, cg, sizeof(cg)), s->cuid,
-		s->cgid);
-	fprintf(f, "  last semop %s, ", fmt_time(s->otime, t, sizeof(t)));
-	fprintf(f, "last change %s\n", fmt_time(s->ctime, t, sizeof(t)));
+		text_user_name(s->uid, u, sizeof(u)), text_group_name(s->gid, g, sizeof(g)), s->uid,
+		s->gid, text_user_name(s->cuid, cu, sizeof(cu)),
+		text_group_name(s->cgid, cg, sizeof(cg)), s->cuid, s->cgid);
+	fprintf(f, "  last semop %s, ", text_fmt_time(s->otime, t, sizeof(t)));
+	fprintf(f, "last change %s\n", text_fmt_time(s->ctime, t, sizeof(t)));
 	fprintf(f, "  whole-set lock: spun %llu, slept %llu\n\n", (unsigned long long)s->lock_spun,
 		(unsigned long long)s->lock_slept);
 	fprintf(f, "%6s %6s %6s %6s %8s %12s %10s %10s %10s\n", "SEMNUM", "VALUE", "NCNT", "ZCNT",
@@ -284,8 +286,8 @@ void text_clients(FILE *f, Semvisor__Client *const *c, size_t n)
 	fprintf(f, "%-32s %-24s %12s %7s %s\n", "CLIENT", "NAMESPACE", "CALLS", "PARKED",
 		"NS-TRAPS");
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%-32s %-24s %12llu %7u %s\n", safe(c[i]->name, name, sizeof(name)),
-			*c[i]->ns ? safe(c[i]->ns, ns, sizeof(ns)) : "(per IPC namespace)",
+		fprintf(f, "%-32s %-24s %12llu %7u %s\n", text_safe(c[i]->name, name, sizeof(name)),
+			*c[i]->ns ? text_safe(c[i]->ns, ns, sizeof(ns)) : "(per IPC namespace)",
 			(unsigned long long)c[i]->calls, c[i]->parked,
 			c[i]->ns_traps ? "yes" : "no");
 }

@@ -111,17 +111,20 @@ static void hist_row(FILE *f, const char *what, const Semvisor__Histogram *h,
 	}
 	fprintf(
 	    f, "%-10s %10llu  all: median <= %-8s p99 <= %-8s", what, (unsigned long long)h->total,
-	    h->total ? fmt_ns(hist_quantile(h->count, h->bound_ns, n, 0.5), a, sizeof(a)) : "-",
-	    h->total ? fmt_ns(hist_quantile(h->count, h->bound_ns, n, 0.99), b, sizeof(b)) : "-");
+	    h->total ? text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 0.5), a, sizeof(a))
+		     : "-",
+	    h->total ? text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 0.99), b, sizeof(b))
+		     : "-");
 	if (ph && ph->n_count == h->n_count) {
 		uint64_t t = 0;
 
 		for (size_t i = 0; i < n; i++)
 			t += d[i] = delta(h->count[i], ph->count[i]);
 		if (t)
-			fprintf(f, "  last: %llu, median <= %-8s p99 <= %s", (unsigned long long)t,
-				fmt_ns(hist_quantile(d, h->bound_ns, n, 0.5), a, sizeof(a)),
-				fmt_ns(hist_quantile(d, h->bound_ns, n, 0.99), b, sizeof(b)));
+			fprintf(
+			    f, "  last: %llu, median <= %-8s p99 <= %s", (unsigned long long)t,
+			    text_fmt_ns(text_hist_quantile(d, h->bound_ns, n, 0.5), a, sizeof(a)),
+			    text_fmt_ns(text_hist_quantile(d, h->bound_ns, n, 0.99), b, sizeof(b)));
 	}
 	fputc('\n', f);
 }
@@ -165,7 +168,7 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 			rows = ws.ws_row;
 		fputs("\033[H\033[2J", f);
 	}
-	fmt_time(s->unix_ms / 1000, when, sizeof(when));
+	text_fmt_time(s->unix_ms / 1000, when, sizeof(when));
 	fprintf(f, "semvisor top: server pid %u, every %.1fs, %s%s\n", s->server_pid,
 		interval_ms / 1000.0, when, tty ? "   (q to quit)" : "");
 	fprintf(f, "%-10s %10s %10s\n", "", "TOTAL", dt > 0 ? "PER SEC" : "");
@@ -186,7 +189,8 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 	fprintf(f, "%-10s %10llu %10s ", "errors", (unsigned long long)errors_total(s),
 		rs(errors_total(s), p ? errors_total(p) : 0, dt));
 	for (size_t i = 0; i < s->n_errors && i < 6; i++)
-		fprintf(f, "%s %s %s", i ? "," : "", safe(s->errors[i]->name, name, sizeof(name)),
+		fprintf(f, "%s %s %s", i ? "," : "",
+			text_safe(s->errors[i]->name, name, sizeof(name)),
 			rs(s->errors[i]->count, error_count(p, s->errors[i]->code), dt));
 	fputc('\n', f);
 	hist_row(f, "service", s->service, p ? p->service : NULL);
@@ -197,7 +201,7 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 		fprintf(
 		    f, "%-10s %10llu %10s  %s: spun %s, slept %s, cancels %s\n", "locks",
 		    (unsigned long long)l->acquired, rs(l->acquired, pl ? pl->acquired : 0, dt),
-		    safe(l->kind, name, sizeof(name)), rs(l->spun, pl ? pl->spun : 0, dt),
+		    text_safe(l->kind, name, sizeof(name)), rs(l->spun, pl ? pl->spun : 0, dt),
 		    rs(l->slept, pl ? pl->slept : 0, dt),
 		    rs(l->unqueues + l->head_quits, pl ? pl->unqueues + pl->head_quits : 0, dt));
 	}
@@ -214,7 +218,8 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 			used++;
 			break;
 		}
-		fprintf(f, "%-32s %8u %10u %8u\n", safe(s->namespaces[i]->name, name, sizeof(name)),
+		fprintf(f, "%-32s %8u %10u %8u\n",
+			text_safe(s->namespaces[i]->name, name, sizeof(name)),
 			s->namespaces[i]->nsets, s->namespaces[i]->nsems,
 			s->namespaces[i]->nwaiters);
 		used++;
@@ -240,8 +245,10 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 		}
 		const Semvisor__Client *pcl = find_client(p, cr[i].c);
 
-		fprintf(f, "%-32s %-24s %10s %12llu %7u\n", safe(cr[i].c->name, name, sizeof(name)),
-			*cr[i].c->ns ? safe(cr[i].c->ns, ns, sizeof(ns)) : "(per IPC namespace)",
+		fprintf(f, "%-32s %-24s %10s %12llu %7u\n",
+			text_safe(cr[i].c->name, name, sizeof(name)),
+			*cr[i].c->ns ? text_safe(cr[i].c->ns, ns, sizeof(ns))
+				     : "(per IPC namespace)",
 			rs(cr[i].c->calls, pcl ? pcl->calls : 0, dt),
 			(unsigned long long)cr[i].c->calls, cr[i].c->parked);
 		used++;

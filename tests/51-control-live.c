@@ -520,6 +520,17 @@ Test(live, counters_move_by_exactly_the_calls_made)
 	cr_assert_eq(s->n_clients, 1);
 	cr_expect_str_eq(s->clients[0]->name, "live-child");
 	cr_expect_eq(s->clients[0]->calls, 9);
+	/* the lock the build put under the engine, named by the lock layer; only amutex counts */
+	cr_assert_not_null(s->lock);
+#ifdef SV_LOCK_PTHREAD
+	cr_expect_str_eq(s->lock->kind, "pthread_mutex");
+	cr_expect_eq(s->lock->acquired + s->lock->fast + s->lock->spun + s->lock->slept +
+			 s->lock->spin_ns + s->lock->threads,
+		     0, "pthread_mutex keeps no counters: all of them stay 0");
+#else
+	cr_expect_str_eq(s->lock->kind, "amutex");
+	cr_expect_gt(s->lock->acquired, 0, "the calls served took engine locks");
+#endif
 	ctl_reply_free(r);
 
 	/* a call that waits, seen while it waits, then released */

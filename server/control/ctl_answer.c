@@ -40,7 +40,8 @@ static void *xmalloc_or_die(size_t size)
 	return p;
 }
 
-void *ctl_xalloc(struct ctl_arena *a, size_t size)
+/* zeroed */
+static void *ctl_xalloc(struct ctl_arena *a, size_t size)
 {
 	struct ctl_chunk *c = a->chunks;
 	size_t need = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
@@ -69,7 +70,7 @@ void *ctl_xalloc(struct ctl_arena *a, size_t size)
 	return p;
 }
 
-char *ctl_xstrdup(struct ctl_arena *a, const char *s)
+static char *ctl_xstrdup(struct ctl_arena *a, const char *s)
 {
 	size_t n = strlen(s) + 1;
 
@@ -264,12 +265,12 @@ static Semvisor__Histogram *histogram_msg(struct ctl_arena *a, const uint64_t *b
 static Semvisor__LockStats *lock_msg(struct ctl_ctx *cx, struct ctl_arena *a)
 {
 	Semvisor__LockStats *m = ctl_xalloc(a, sizeof(*m));
-	const struct amutex_stats *b = &cx->lock_base;
-	struct amutex_stats now;
+	const struct sv_lock_stats *b = &cx->lock_base;
+	struct sv_lock_stats now;
 
 	semvisor__lock_stats__init(m);
-	amutex_stats_read(&now);
-	m->kind = ctl_xstrdup(a, SV_LOCK_NAME);
+	sv_lock_stats_read(&now);
+	m->kind = ctl_xstrdup(a, now.name);
 	/* every counter only grows; what was there at the last Reset is taken off */
 	m->acquired = now.acquired - b->acquired;
 	m->fast = now.fast - b->fast;
@@ -697,7 +698,7 @@ static void answer_set_limits(struct ctl_ctx *cx, const struct ctl_peer *peer,
 static void answer_reset(struct ctl_ctx *cx, const struct ctl_peer *peer)
 {
 	nt_super_reset_stats(cx->super);
-	amutex_stats_read(&cx->lock_base);
+	sv_lock_stats_read(&cx->lock_base);
 	cx->reset_ns = ctl_now_ns();
 	logf_(cx, "uid %u pid %d reset the counters", (unsigned)peer->uid, (int)peer->pid);
 }

@@ -14,27 +14,26 @@
 #include <sys/types.h>
 
 #include "control/ctl_frame.h"
-#include "lock/amutex.h"
+#include "lock/lock.h"
 #include "notify/notify.h"
 
 /*
- * Memory for one reply's messages: bump-allocated in chunks, all freed at once once the reply is
- * packed. Control plane only, so the allocators exit on failure (x prefix), as at start-up.
+ * Memory for one reply's messages: bump-allocated in chunks by ctl_answer.c, all freed at once
+ * once the reply is packed. Control plane only, so the allocators exit on failure (x prefix), as
+ * at start-up.
  */
 struct ctl_arena {
 	struct ctl_chunk *chunks;
 };
 
-void *ctl_xalloc(struct ctl_arena *a, size_t size); /* zeroed */
-char *ctl_xstrdup(struct ctl_arena *a, const char *s);
 void ctl_arena_free(struct ctl_arena *a);
 
 /* What answering needs besides the request. */
 struct ctl_ctx {
 	struct nt_super *super;
-	int64_t started_ns;	       /* CLOCK_MONOTONIC at ctl_server_start() */
-	int64_t reset_ns;	       /* ... at the last Reset (or start) */
-	struct amutex_stats lock_base; /* lock counters at the last Reset: they cannot be zeroed */
+	int64_t started_ns;		/* CLOCK_MONOTONIC at ctl_server_start() */
+	int64_t reset_ns;		/* ... at the last Reset (or start) */
+	struct sv_lock_stats lock_base; /* lock counters at the last Reset: they cannot be zeroed */
 	FILE *log;
 };
 

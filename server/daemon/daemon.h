@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* semvisord's parts: main.c (setup, signals, systemd), agent.c (the agent socket). */
+/*
+ * semvisord's parts: main.c (setup, signals, systemd), agent.c (the agent socket), ctlsock.c
+ * (attaching the control server of server/control/ to the configured socket).
+ */
 #ifndef SV_DAEMON_H
 #define SV_DAEMON_H
 
@@ -42,8 +45,11 @@ void agent_resume(struct daemon *d);
 /* A listening socket systemd passed under this name (FileDescriptorName=), or -1. */
 int systemd_socket(const char *name);
 
-/* The control socket (control_path, or systemd's "control" socket): start / stop serving it. */
-int ctl_attach(struct daemon *d, char *err, size_t errlen);
-void ctl_detach(struct daemon *d);
+/*
+ * The control socket (control_path, or systemd's "control" socket): start / stop serving it
+ * with server/control/.
+ */
+int ctlsock_attach(struct daemon *d, char *err, size_t errlen);
+void ctlsock_detach(struct daemon *d);
 
 #endif

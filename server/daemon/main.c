@@ -431,7 +431,7 @@ int main(int argc, char **argv)
 		d->agent_fd = d->agent_sock.fd;
 		d->agent_bound = true;
 	}
-	if (ctl_attach(d, err, sizeof(err))) {
+	if (ctlsock_attach(d, err, sizeof(err))) {
 		dlog(d, "control socket: %s", err);
 		return 1;
 	}
@@ -472,7 +472,7 @@ int main(int argc, char **argv)
 		usock_close(&d->agent_sock); /* (its file only if it is still ours) */
 	else
 		close(d->agent_fd);
-	ctl_detach(d);
+	ctlsock_detach(d);
 	nt_super_stop(d->super);
 	nt_super_wait(d->super);
 	dlog(d, "stopped");

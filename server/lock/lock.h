@@ -14,11 +14,25 @@
 #define SV_LOCK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum sv_lock_how {
 	SV_LOCK_FAST = 0, /* free at the first attempt */
 	SV_LOCK_SPUN,	  /* obtained after spinning */
 	SV_LOCK_SLEPT,	  /* obtained after sleeping at least once */
+};
+
+/*
+ * What sv_lock_stats_read() tells the control plane, so that it never has to know which lock is
+ * underneath: the lock's name, and its contention counters summed over every thread since the
+ * process started (each only grows). Only the adaptive mutex keeps counters; for any other lock
+ * they are all 0, and the name is how a reader tells the two apart.
+ */
+struct sv_lock_stats {
+	const char *name; /* SV_LOCK_NAME */
+	uint64_t acquired, fast, spun, slept, sleeps, wakes, unqueues, head_quits, trylock_failed;
+	uint64_t spin_ns;
+	uint32_t threads;
 };
 
 #ifdef SV_LOCK_PTHREAD
@@ -62,6 +76,12 @@ static inline void sv_lock_destroy(sv_lock_t *l)
 	pthread_mutex_destroy(&l->m);
 }
 
+/* pthread_mutex counts nothing: contention is counted per set and per semaphore only. */
+static inline void sv_lock_stats_read(struct sv_lock_stats *out)
+{
+	*out = (struct sv_lock_stats){ .name = SV_LOCK_NAME };
+}
+
 #else
 #include "lock/amutex.h"
 
@@ -92,6 +112,27 @@ static inline void sv_unlock(sv_lock_t *l)
 static inline void sv_lock_destroy(sv_lock_t *l)
 {
 	(void)l;
+}
+
+static inline void sv_lock_stats_read(struct sv_lock_stats *out)
+{
+	struct amutex_stats st;
+
+	amutex_stats_read(&st);
+	*out = (struct sv_lock_stats){
+		.name = SV_LOCK_NAME,
+		.acquired = st.acquired,
+		.fast = st.fast,
+		.spun = st.spun,
+		.slept = st.slept,
+		.sleeps = st.sleeps,
+		.wakes = st.wakes,
+		.unqueues = st.unqueues,
+		.head_quits = st.head_quits,
+		.trylock_failed = st.trylock_failed,
+		.spin_ns = st.spin_ns,
+		.threads = st.threads,
+	};
 }
 #endif
 

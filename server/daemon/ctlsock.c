@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* semvisord's control socket: systemd's, or one at control_path; none if both are absent. */
+/*
+ * semvisord's control socket: systemd's, or one at control_path; none if both are absent. What
+ * is served on it is server/control/'s business; this file only picks the socket and starts it.
+ */
 #include <errno.h>
 #include <grp.h>
 #include <stdio.h>
@@ -7,7 +10,7 @@
 #include "control/control.h"
 #include "daemon/daemon.h"
 
-int ctl_attach(struct daemon *d, char *err, size_t errlen)
+int ctlsock_attach(struct daemon *d, char *err, size_t errlen)
 {
 	struct ctl_opts o = CTL_OPTS_INIT;
 
@@ -30,7 +33,7 @@ int ctl_attach(struct daemon *d, char *err, size_t errlen)
 	return d->ctl ? 0 : -EINVAL;
 }
 
-void ctl_detach(struct daemon *d)
+void ctlsock_detach(struct daemon *d)
 {
 	ctl_server_stop(d->ctl);
 	d->ctl = NULL;
