@@ -72,8 +72,8 @@ PROTO_SRC   = $(wildcard proto/*.proto)
 PROTO_C     = $(patsubst proto/%.proto,$(O)/proto/%.pb-c.c,$(PROTO_SRC))
 PROTO_H     = $(PROTO_C:.c=.h)
 
-LIB_SRC     = $(wildcard server/engine/*.c server/lock/*.c server/notify/*.c server/control/*.c \
-                         server/util/*.c)
+LIB_SRC     = $(wildcard server/engine/*.c server/lock/*.c server/notify/*.c server/handoff/*.c \
+                         server/control/*.c server/util/*.c)
 LIB_OBJ     = $(patsubst %.c,$(O)/%.o,$(LIB_SRC)) $(PROTO_C:.c=.o)
 LIB         = $(O)/libsemvisor.a
 

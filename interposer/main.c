@@ -36,7 +36,7 @@
 
 #include "control/control.h"
 #include "notify/filter.h"
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 #include "notify/notify.h"
 
 #define EXIT_SELF     125 /* semvisor-run itself failed, as env(1) and timeout(1) */

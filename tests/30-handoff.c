@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The agent message (server/notify/handoff.c, SPEC B7): the JSON reader on its own, then the
+ * The agent message (server/handoff/, SPEC B7): the JSON reader (msg.c) on its own, then the
  * transfer over a socketpair with a real seccomp listener.
  *
  * Every receive test counts the open fds before and after: a receiver that serves hundreds of
@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 
 #ifndef SO_PASSPIDFD
 #define SO_PASSPIDFD 76

@@ -37,7 +37,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 
 #define CORPUS	  "tests/fuzz/corpus"
 #define VERDICTS  CORPUS "/handoff.verdicts"

@@ -31,7 +31,7 @@
 
 #include "tests/lib/runner.h"
 
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 #include "notify/notify.h"
 #include "tests/lib/fixture.h"
 #include "util/fault.h"

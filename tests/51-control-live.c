@@ -31,7 +31,7 @@
 
 #include "control/control.h"
 #include "control/ctl_frame.h"
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 #include "notify/notify.h"
 #include "tests/lib/fixture.h"
 

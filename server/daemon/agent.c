@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 
 #define AGENT_INFLIGHT	 64
 #define AGENT_TIMEOUT_MS 5000

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for ho_parse, the reader of agent messages (server/notify/handoff.c): the
+ * libFuzzer target for ho_parse, the reader of agent messages (server/handoff/msg.c): the
  * bytes any process that can connect to the agent socket controls.
  *
- * FUZZ_SOURCES: server/notify/handoff.c
+ * FUZZ_SOURCES: server/handoff/msg.c
  *
  * Build and run by hand (tests/fuzz/run.sh does the same for every target here):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_fuzz.c server/notify/handoff.c \
+ *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_fuzz.c server/handoff/msg.c \
  *         -o build/fuzz/handoff_fuzz
  *   build/fuzz/handoff_fuzz -max_total_time=30 -dict=tests/fuzz/handoff.dict \
  *         NEW_CORPUS_DIR tests/fuzz/corpus/handoff
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "notify/handoff.h"
+#include "handoff/msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

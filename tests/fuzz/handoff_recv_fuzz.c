@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for ho_recv (server/notify/handoff.c): the same bytes as handoff_fuzz, but
+ * libFuzzer target for ho_recv (server/handoff/xfer.c): the same bytes as handoff_fuzz, but
  * through a socketpair, so the completeness scan, the reassembly of reads and the fd bookkeeping
  * see them too. The first input byte picks where the first sendmsg (the one carrying the fd)
  * ends; the rest is the message. The fd sent is a pipe, so no message may be accepted, and each
  * must get as far as the fd check exactly when ho_parse accepts it.
  *
- * FUZZ_SOURCES: server/notify/handoff.c
+ * FUZZ_SOURCES: server/handoff/msg.c server/handoff/xfer.c
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_recv_fuzz.c server/notify/handoff.c
+ *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_recv_fuzz.c \
+ *         server/handoff/msg.c server/handoff/xfer.c
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

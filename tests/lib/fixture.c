@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "notify/filter.h"
-#include "notify/handoff.h"
+#include "handoff/xfer.h"
 #include "tests/lib/fixture.h"
 
 struct sv_ns *fx_ns;

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Handing a seccomp listener fd to a supervisor over an AF_UNIX SOCK_STREAM connection, as the
+ * OCI seccomp agent protocol does: one sendmsg carrying the agent message (msg.h) and, as
+ * SCM_RIGHTS, the fds it names. Used by semvisor-run (both ends), semvisord's agent socket and
+ * the tests.
+ */
+#ifndef SV_HANDOFF_XFER_H
+#define SV_HANDOFF_XFER_H
+
+#include <stddef.h>
+
+#include "handoff/msg.h"
+
+/* Send info and listener_fd in one sendmsg. 0 or -errno. */
+int ho_send(int sock, int listener_fd, const struct ho_info *info);
+
+/*
+ * Receive one message: read until the JSON object is complete (or EOF), take the fd named
+ * "seccompFd" and close every other fd that came along. 0 with *listener_fd set, or -errno with
+ * a sentence in err: -EPROTO for malformed JSON or a message without "seccompFd" or without its
+ * fd, -EMSGSIZE for a message over HO_MAX_MESSAGE, -ENOTSOCK... as the socket says.
+ * timeout_ms bounds the whole receive (-1: none); -ETIMEDOUT when it passes.
+ */
+int ho_recv(int sock, int *listener_fd, struct ho_info *info, int timeout_ms, char *err,
+	    size_t errlen);
+
+#endif
