@@ -65,7 +65,8 @@ LDFLAGS += -pthread $(SANFLAGS)
 LIBS_ENGINE = -lurcu-memb -lurcu-cds -lurcu-common
 LIBS_NOTIFY = -lseccomp -lev
 LIBS_PROTO  = -lprotobuf-c
-LIBS        = $(LIBS_NOTIFY) $(LIBS_PROTO) $(LIBS_ENGINE)
+LIBS_JSON   = -ljansson
+LIBS        = $(LIBS_NOTIFY) $(LIBS_PROTO) $(LIBS_JSON) $(LIBS_ENGINE)
 
 # ---- sources -------------------------------------------------------------------------------
 PROTO_SRC   = $(wildcard proto/*.proto)
@@ -178,7 +179,7 @@ $(O)/demo/%: $(O)/demo/%.o $(LIB)
 
 # ---- run, test, verify ---------------------------------------------------------------------
 DEPS_PKGS = build-essential pkg-config libseccomp-dev libev-dev liburcu-dev libprotobuf-c-dev \
-            protobuf-c-compiler libcriterion-dev libsystemd-dev clang libclang-rt-14-dev \
+            libjansson-dev protobuf-c-compiler libcriterion-dev libsystemd-dev clang libclang-rt-14-dev \
             spin gnuplot-nox runc busybox-static systemd iproute2 util-linux
 
 deps:

@@ -323,12 +323,11 @@ Test(handoff, parse_skips_unknown)
 	char err[256];
 	int idx;
 
-	/* Everything JSON can say, where we do not look, is validated and skipped. Duplicates among
-	   skipped keys are not looked for. */
+	/* Everything JSON can say, where we do not look, is validated and skipped. */
 	cr_assert_eq(
-	    parse("{\"x\":[1,-0,0.5,-1.25e+10,1E-3,1e999999,123456789012345678901234567890,"
+	    parse("{\"x\":[1,-0,0.5,-1.25e+10,1E-3,1e308,-9223372036854775808,"
 		  "true,false,null,{},[],\"\\u0000\",{\"a\":{\"b\":[[]]}}],\"pid\":3,"
-		  "\"fds\":[\"seccompFd\"],\"x\":{},\"state\":{\"annotations\":{\"pid\":\"no\","
+		  "\"fds\":[\"seccompFd\"],\"y\":{},\"state\":{\"annotations\":{\"pid\":\"no\","
 		  "\"id\":1},\"status\":\"creating\"}}",
 		  &info, &idx, err, sizeof(err)),
 	    0, "%s", err);
@@ -357,6 +356,33 @@ Test(handoff, parse_skips_unknown)
 		snprintf(want, sizeof(want), "nest deeper than 32 at byte %zu",
 			 sizeof(head) - 1 + 31);
 		cr_assert(strstr(err, want), "%s", err);
+	}
+}
+
+/* Where we do not look, the decoder still refuses a duplicate key, a key holding NUL and a number
+   that fits neither an int64 nor a double (server/handoff/msg.c says why that is safe). */
+Test(handoff, parse_refuses_what_the_decoder_refuses)
+{
+	static const struct {
+		const char *json, *needle;
+	} t[] = {
+		{ OK_HEAD ",\"x\":1,\"x\":2}", "duplicate object key near '\"x\"'" },
+		{ OK_HEAD ",\"state\":{\"annotations\":{\"a\":\"1\",\"a\":\"1\"}}}",
+		  "duplicate object key near '\"a\"'" },
+		{ OK_HEAD ",\"x\\u0000\":1}", "NUL byte in object key" },
+		{ OK_HEAD ",\"x\":9223372036854775808}", "too big integer" },
+		{ OK_HEAD ",\"x\":-9223372036854775809}", "too big negative integer" },
+		{ OK_HEAD ",\"x\":1e999999}", "real number overflow" },
+	};
+	struct ho_info info;
+	char err[256];
+	int idx;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		cr_expect_eq(parse(t[i].json, &info, &idx, err, sizeof(err)), -EPROTO, "%s",
+			     t[i].json);
+		cr_expect(strstr(err, t[i].needle), "%s: \"%s\" does not say \"%s\"", t[i].json,
+			  err, t[i].needle);
 	}
 }
 
@@ -435,78 +461,76 @@ static const struct bad bad_inputs[] = {
 	BAD("\"pid\"", "not a JSON object"),
 	BAD("null", "not a JSON object"),
 	/* truncated */
-	BAD("{", "ends inside an object at byte 1"),
-	BAD(OK_HEAD, "ends inside an object at byte 28"),
-	BAD(OK_HEAD ",", "ends inside an object at byte 29"),
-	BAD(OK_HEAD ",\"x\":", "ends where a value should be at byte 33"),
-	BAD(OK_HEAD ",\"x\":\"abc", "ends inside a string (begun at byte 33) at byte 37"),
-	BAD(OK_HEAD ",\"x\":\"abc\\", "ends inside an escape at byte 37"),
-	BAD(OK_HEAD ",\"x\":\"\\u12", "\\u must be followed by four hex digits at byte 34"),
-	BAD(OK_HEAD ",\"x\":[1,", "ends inside an array"),
-	BAD(OK_HEAD ",\"x\":tru}", "invalid literal (expected true) at byte 33"),
-	BAD(OK_HEAD ",\"x\":-}", "a number has no digits at byte 33"),
+	BAD("{", "string or '}' expected near end of file"),
+	BAD(OK_HEAD, "'}' expected near end of file"),
+	BAD(OK_HEAD ",", "string or '}' expected near end of file"),
+	BAD(OK_HEAD ",\"x\":", "unexpected token near end of file"),
+	BAD(OK_HEAD ",\"x\":\"abc", "premature end of input"),
+	BAD(OK_HEAD ",\"x\":\"abc\\", "invalid escape"),
+	BAD(OK_HEAD ",\"x\":\"\\u12", "invalid escape"),
+	BAD(OK_HEAD ",\"x\":[1,", "']' expected near end of file"),
+	BAD(OK_HEAD ",\"x\":tru}", "invalid token near 'tru'"),
+	BAD(OK_HEAD ",\"x\":-}", "invalid token near '-'"),
 	/* grammar */
-	BAD(OK_HEAD ",}", "expected a key (a string) in an object, found '}' at byte 29"),
-	BAD(OK_HEAD ",\"x\" 1}", "expected ':' after a key, found '1'"),
-	BAD(OK_HEAD " \"x\":1}", "expected ',' or '}' in an object, found '\"' at byte 29"),
-	BAD(OK_HEAD ",\"x\":[1 2]}", "expected ',' or ']' in an array, found '2'"),
-	BAD(OK_HEAD ",\"x\":[1,]}", "expected a value, found ']'"),
-	BAD(OK_HEAD ",'x':1}", "expected a key (a string) in an object, found '''"),
-	BAD(OK_HEAD ",\"x\":'a'}", "expected a value, found '''"),
-	BAD(OK_HEAD "/* c */}", "expected ',' or '}' in an object, found '/'"),
-	BAD(OK_HEAD ",\"x\":01}", "leading zero at byte 33"),
-	BAD(OK_HEAD ",\"x\":+1}", "expected a value, found '+'"),
-	BAD(OK_HEAD ",\"x\":.5}", "expected a value, found '.'"),
-	BAD(OK_HEAD ",\"x\":1.}", "no digits after its decimal point"),
-	BAD(OK_HEAD ",\"x\":1e}", "no digits in its exponent"),
-	BAD(OK_HEAD ",\"x\":0x10}", "expected ',' or '}' in an object, found 'x'"),
-	BAD(OK_HEAD ",\"x\":NaN}", "expected a value, found 'N'"),
-	BAD(OK_HEAD ",\"x\":nul}", "invalid literal (expected null)"),
+	BAD(OK_HEAD ",}", "string or '}' expected near '}'"),
+	BAD(OK_HEAD ",\"x\" 1}", "':' expected near '1'"),
+	BAD(OK_HEAD " \"x\":1}", "'}' expected near '\"x\"'"),
+	BAD(OK_HEAD ",\"x\":[1 2]}", "']' expected near '2'"),
+	BAD(OK_HEAD ",\"x\":[1,]}", "unexpected token near ']'"),
+	BAD(OK_HEAD ",'x':1}", "string or '}' expected near '''"),
+	BAD(OK_HEAD ",\"x\":'a'}", "invalid token near '''"),
+	BAD(OK_HEAD "/* c */}", "'}' expected near '/'"),
+	BAD(OK_HEAD ",\"x\":01}", "invalid token near '0'"),
+	BAD(OK_HEAD ",\"x\":+1}", "invalid token near '+'"),
+	BAD(OK_HEAD ",\"x\":.5}", "invalid token near '.'"),
+	BAD(OK_HEAD ",\"x\":1.}", "invalid token near '1.'"),
+	BAD(OK_HEAD ",\"x\":1e}", "invalid token near '1e'"),
+	BAD(OK_HEAD ",\"x\":0x10}", "'}' expected near 'x'"),
+	BAD(OK_HEAD ",\"x\":NaN}", "invalid token near 'NaN'"),
+	BAD(OK_HEAD ",\"x\":nul}", "invalid token near 'nul'"),
 	/* trailing garbage */
-	BAD(OK_HEAD "} x", "more data follows the end of the object at byte 30"),
-	BAD(OK_HEAD "}{}", "more data follows the end of the object at byte 29"),
-	BAD(OK_HEAD "}}", "more data follows"),
-	BADN(OK_HEAD "}\0", "more data follows the end of the object at byte 29"),
+	BAD(OK_HEAD "} x", "end of file expected near 'x'"),
+	BAD(OK_HEAD "}{}", "end of file expected"),
+	BAD(OK_HEAD "}}", "end of file expected"),
+	BADN(OK_HEAD "}\0", "end of file expected"),
 	/* NUL bytes and control characters */
-	BADN(OK_HEAD ",\"x\":\"a\0b\"}", "control character 0x00 inside a string at byte 35"),
-	BADN(OK_HEAD ",\0\"x\":1}",
-	     "expected a key (a string) in an object, found 0x00 at byte 29"),
-	BAD(OK_HEAD ",\"x\":\"a\nb\"}", "control character 0x0a inside a string"),
+	BADN(OK_HEAD ",\"x\":\"a\0b\"}", "control character 0x0"),
+	BADN(OK_HEAD ",\0\"x\":1}", "string or '}' expected near end of file"),
+	BAD(OK_HEAD ",\"x\":\"a\nb\"}", "unexpected newline"),
 	BAD(OK_HEAD ",\"x\":\"\x1f\"}", "control character 0x1f"),
 	BAD(OK_HEAD ",\"metadata\":\"a\\u0000b\"}", "\"metadata\" contains a NUL character"),
 	BAD(OK_HEAD ",\"state\":{\"id\":\"\\u0000\"}}", "\"state.id\" contains a NUL character"),
 	/* escapes */
-	BAD(OK_HEAD ",\"x\":\"\\x41\"}", "invalid escape \\ followed by 'x' at byte 34"),
-	BAD(OK_HEAD ",\"x\":\"\\U0041\"}", "invalid escape \\ followed by 'U'"),
-	BAD(OK_HEAD ",\"x\":\"\\'\"}", "invalid escape \\ followed by '''"),
-	BAD(OK_HEAD ",\"x\":\"\\uZZZZ\"}", "four hex digits at byte 34"),
-	BAD(OK_HEAD ",\"x\":\"\\u12G4\"}", "four hex digits"),
-	BAD(OK_HEAD ",\"x\":\"\\ud800\"}", "\\ud800 is a high surrogate not followed by a low one"),
-	BAD(OK_HEAD ",\"x\":\"\\ud800\\u0041\"}", "high surrogate not followed by a low one"),
-	BAD(OK_HEAD ",\"x\":\"\\ud800\\ud800\"}", "high surrogate not followed by a low one"),
-	BAD(OK_HEAD ",\"x\":\"\\udc00\"}",
-	    "\\udc00 is a low surrogate without a high one before it at byte 34"),
-	BAD(OK_HEAD ",\"x\":\"\\ude00\\ud83d\"}", "low surrogate without a high one"),
+	BAD(OK_HEAD ",\"x\":\"\\x41\"}", "invalid escape near '\"\\x'"),
+	BAD(OK_HEAD ",\"x\":\"\\U0041\"}", "invalid escape near '\"\\U'"),
+	BAD(OK_HEAD ",\"x\":\"\\'\"}", "invalid escape near '\"\\''"),
+	BAD(OK_HEAD ",\"x\":\"\\uZZZZ\"}", "invalid escape near '\"\\uZ'"),
+	BAD(OK_HEAD ",\"x\":\"\\u12G4\"}", "invalid escape near '\"\\u12G'"),
+	BAD(OK_HEAD ",\"x\":\"\\ud800\"}", "invalid Unicode '\\uD800'"),
+	BAD(OK_HEAD ",\"x\":\"\\ud800\\u0041\"}", "invalid Unicode '\\uD800\\u"),
+	BAD(OK_HEAD ",\"x\":\"\\ud800\\ud800\"}", "invalid Unicode '\\uD800\\u"),
+	BAD(OK_HEAD ",\"x\":\"\\udc00\"}", "invalid Unicode '\\uDC00'"),
+	BAD(OK_HEAD ",\"x\":\"\\ude00\\ud83d\"}", "invalid Unicode '\\uDE00'"),
 	/* raw bytes that are not UTF-8 */
-	BAD(OK_HEAD ",\"x\":\"\x80\"}", "invalid UTF-8 inside a string at byte 34"),
-	BAD(OK_HEAD ",\"x\":\"\xc0\xaf\"}", "invalid UTF-8"),	      /* overlong '/' */
-	BAD(OK_HEAD ",\"x\":\"\xe0\x80\xaf\"}", "invalid UTF-8"),     /* overlong */
-	BAD(OK_HEAD ",\"x\":\"\xed\xa0\x80\"}", "invalid UTF-8"),     /* surrogate */
-	BAD(OK_HEAD ",\"x\":\"\xf4\x90\x80\x80\"}", "invalid UTF-8"), /* > U+10FFFF */
-	BAD(OK_HEAD ",\"x\":\"\xf8\x88\x80\x80\x80\"}", "invalid UTF-8"),
-	BAD(OK_HEAD ",\"x\":\"\xe2\x82\"}", "invalid UTF-8"), /* cut short */
-	BAD(OK_HEAD ",\"x\":\"\xff\"}", "invalid UTF-8"),
-	BAD(OK_HEAD ",\"\xc3\"}", "invalid UTF-8"),
+	BAD(OK_HEAD ",\"x\":\"\x80\"}", "unable to decode byte 0x80"),
+	BAD(OK_HEAD ",\"x\":\"\xc0\xaf\"}", "unable to decode byte"),	      /* overlong '/' */
+	BAD(OK_HEAD ",\"x\":\"\xe0\x80\xaf\"}", "unable to decode byte"),     /* overlong */
+	BAD(OK_HEAD ",\"x\":\"\xed\xa0\x80\"}", "unable to decode byte"),     /* surrogate */
+	BAD(OK_HEAD ",\"x\":\"\xf4\x90\x80\x80\"}", "unable to decode byte"), /* > U+10FFFF */
+	BAD(OK_HEAD ",\"x\":\"\xf8\x88\x80\x80\x80\"}", "unable to decode byte"),
+	BAD(OK_HEAD ",\"x\":\"\xe2\x82\"}", "unable to decode byte"), /* cut short */
+	BAD(OK_HEAD ",\"x\":\"\xff\"}", "unable to decode byte"),
+	BAD(OK_HEAD ",\"\xc3\"}", "unable to decode byte"),
 	/* wrong types */
-	BAD("{\"pid\":\"1\",\"fds\":[\"seccompFd\"]}",
-	    "\"pid\" must be a number, not a string at byte 7"),
+	BAD("{\"pid\":\"1\",\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not a string"),
 	BAD("{\"pid\":true,\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not a boolean"),
 	BAD("{\"pid\":[1],\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not an array"),
 	BAD("{\"pid\":{},\"fds\":[\"seccompFd\"]}", "\"pid\" must be a number, not an object"),
-	BAD("{\"pid\":1,\"fds\":\"seccompFd\"}", "\"fds\" must be an array, not a string"),
+	BAD("{\"pid\":1,\"fds\":\"seccompFd\"}",
+	    "\"fds\" must be an array of strings, not a string"),
 	BAD("{\"pid\":1,\"fds\":{\"seccompFd\":0}}",
 	    "\"fds\" must be an array of strings, not an object"),
-	BAD("{\"pid\":1,\"fds\":[0]}", "fds[0] is not a string at byte 16"),
+	BAD("{\"pid\":1,\"fds\":[0]}", "fds[0] is not a string"),
 	BAD("{\"pid\":1,\"fds\":[\"a\",null]}", "fds[1] is not a string"),
 	BAD("{\"pid\":1,\"fds\":[[\"seccompFd\"]]}", "fds[0] is not a string"),
 	BAD(OK_HEAD ",\"metadata\":5}", "\"metadata\" must be a string, not a number"),
@@ -520,30 +544,31 @@ static const struct bad bad_inputs[] = {
 	    "\"state.pid\" must be a number"),
 	/* numbers that are no pid */
 	BAD("{\"pid\":2147483648,\"fds\":[\"seccompFd\"]}",
-	    "\"pid\" is not a process id (1 to 2147483647) at byte 7"),
-	BAD("{\"pid\":99999999999999999999999999999,\"fds\":[\"seccompFd\"]}",
-	    "\"pid\" is not a process id"),
+	    "\"pid\" is not a process id (1 to 2147483647)"),
+	BAD("{\"pid\":99999999999999999999999999999,\"fds\":[\"seccompFd\"]}", "too big integer"),
 	BAD("{\"pid\":-1,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
 	BAD("{\"pid\":-2147483649,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
 	BAD("{\"pid\":0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
 	BAD("{\"pid\":-0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not a process id"),
-	BAD("{\"pid\":1.5,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer at byte 7"),
+	BAD("{\"pid\":1.5,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer"),
 	BAD("{\"pid\":1234.0,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer"),
 	BAD("{\"pid\":1e3,\"fds\":[\"seccompFd\"]}", "\"pid\" is not an integer"),
 	BAD("{\"fds\":[\"seccompFd\"],\"state\":{\"pid\":0}}", "\"state.pid\" is not a process id"),
-	/* duplicate keys we read */
-	BAD(OK_HEAD ",\"pid\":2}", "\"pid\" appears twice at byte 29"),
-	BAD("{\"pid\":null,\"pid\":2,\"fds\":[\"seccompFd\"]}", "\"pid\" appears twice"),
-	BAD(OK_HEAD ",\"fds\":[\"seccompFd\"]}", "\"fds\" appears twice"),
-	BAD(OK_HEAD ",\"metadata\":\"a\",\"metadata\":\"b\"}", "\"metadata\" appears twice"),
-	BAD(OK_HEAD ",\"state\":{},\"state\":{}}", "\"state\" appears twice"),
-	BAD(OK_HEAD ",\"state\":{\"id\":\"a\",\"id\":\"b\"}}", "\"state.id\" appears twice"),
+	/* duplicate keys, the ones we read among them */
+	BAD(OK_HEAD ",\"pid\":2}", "duplicate object key near '\"pid\"'"),
+	BAD("{\"pid\":null,\"pid\":2,\"fds\":[\"seccompFd\"]}",
+	    "duplicate object key near '\"pid\"'"),
+	BAD(OK_HEAD ",\"fds\":[\"seccompFd\"]}", "duplicate object key near '\"fds\"'"),
+	BAD(OK_HEAD ",\"metadata\":\"a\",\"metadata\":\"b\"}",
+	    "duplicate object key near '\"metadata\"'"),
+	BAD(OK_HEAD ",\"state\":{},\"state\":{}}", "duplicate object key near '\"state\"'"),
+	BAD(OK_HEAD ",\"state\":{\"id\":\"a\",\"id\":\"b\"}}",
+	    "duplicate object key near '\"id\"'"),
 	BAD(OK_HEAD ",\"state\":{\"bundle\":\"a\",\"bundle\":\"a\"}}",
-	    "\"state.bundle\" appears twice"),
-	BAD(OK_HEAD ",\"state\":{\"pid\":1,\"pid\":1}}", "\"state.pid\" appears twice"),
-	BAD(OK_HEAD ",\"p\\u0069d\":2}", "\"pid\" appears twice"),
-	BAD("{\"pid\":1,\"fds\":[\"seccompFd\",\"seccompFd\"]}",
-	    "fds names \"seccompFd\" twice at byte 28"),
+	    "duplicate object key near '\"bundle\"'"),
+	BAD(OK_HEAD ",\"state\":{\"pid\":1,\"pid\":1}}", "duplicate object key near '\"pid\"'"),
+	BAD(OK_HEAD ",\"p\\u0069d\":2}", "duplicate object key near '\"p\\u0069d\"'"),
+	BAD("{\"pid\":1,\"fds\":[\"seccompFd\",\"seccompFd\"]}", "fds names \"seccompFd\" twice"),
 	/* what must be there */
 	BAD("{\"pid\":1}", "names no \"seccompFd\" in \"fds\""),
 	BAD("{\"pid\":1,\"fds\":[]}", "names no \"seccompFd\""),
@@ -556,7 +581,7 @@ static const struct bad bad_inputs[] = {
 	    "\"10\","
 	    "\"11\","
 	    "\"12\",\"13\",\"14\",\"15\",\"seccompFd\"]}",
-	    "fds names more than 16 descriptors at byte 86"),
+	    "fds names more than 16 descriptors"),
 };
 
 Test(handoff, parse_malformed)
@@ -1039,8 +1064,9 @@ Test(handoff, eof)
 
 	expect_refused("", 0, NULL, 0, -EPROTO, "the connection closed before any agent message");
 	expect_refused(runc_msg, 100, &lfd, 1, -EPROTO,
-		       "malformed agent message: the message ends inside a string");
-	expect_refused("{\"pid\":1,", 9, &lfd, 1, -EPROTO, "ends inside an object at byte 9");
+		       "malformed agent message: premature end of input");
+	expect_refused("{\"pid\":1,", 9, &lfd, 1, -EPROTO,
+		       "malformed agent message: string or '}' expected near end of file");
 }
 
 Test(handoff, malformed_over_socket)
@@ -1052,10 +1078,10 @@ Test(handoff, malformed_over_socket)
 	int lfd = get_listener();
 	char deep[128];
 
-	expect_refused(m1, strlen(m1), &lfd, 1, -EPROTO, "more data follows the end of the object");
-	expect_refused(m2, strlen(m2), &lfd, 1, -EPROTO, "\"pid\" appears twice at byte 29");
+	expect_refused(m1, strlen(m1), &lfd, 1, -EPROTO, "end of file expected near 'trailing'");
+	expect_refused(m2, strlen(m2), &lfd, 1, -EPROTO, "duplicate object key near '\"pid\"'");
 	expect_refused(m3, strlen(m3), &lfd, 1, -EPROTO, "not a JSON object at byte 0");
-	expect_refused(m4, strlen(m4), &lfd, 1, -EPROTO, "high surrogate");
+	expect_refused(m4, strlen(m4), &lfd, 1, -EPROTO, "invalid Unicode '\\uD800'");
 	/* nesting is refused as soon as it is seen, without waiting for the rest */
 	memset(deep, '[', sizeof(deep));
 	deep[0] = '{';

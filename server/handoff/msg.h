@@ -34,14 +34,14 @@ struct ho_info {
 	(256 + 6 * (sizeof(((struct ho_info *)0)->id) + sizeof(((struct ho_info *)0)->metadata) +  \
 		    sizeof(((struct ho_info *)0)->bundle)))
 
-/* Parse a message already in memory: 0 or -EPROTO with a sentence in err. *fd_index gets the
-   SCM_RIGHTS slot named "seccompFd". */
+/* Parse a message already in memory: 0, or -EPROTO (-ENOMEM if the decoder ran out of memory)
+   with a sentence in err. *fd_index gets the SCM_RIGHTS slot named "seccompFd". */
 int ho_parse(const char *json, size_t len, struct ho_info *info, int *fd_index, char *err,
 	     size_t errlen);
 
 /* The message runc would send for info, into buf (not NUL-terminated): 0 and *len, or -EINVAL
-   for a pid that is no pid or a string that is unterminated or not UTF-8, -EOVERFLOW if cap
-   is short (HO_BUILD_MAX never is). */
+   for a pid that is no pid or a string that is unterminated or not UTF-8, -ENOMEM, or
+   -EOVERFLOW if cap is short (HO_BUILD_MAX never is). */
 int ho_build(const struct ho_info *info, char *buf, size_t cap, size_t *len);
 
 /* The sentence for the caller's err buffer (none if err is NULL or errlen 0). */

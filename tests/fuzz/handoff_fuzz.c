@@ -3,16 +3,21 @@
  * libFuzzer target for ho_parse, the reader of agent messages (server/handoff/msg.c): the
  * bytes any process that can connect to the agent socket controls.
  *
- * FUZZ_SOURCES: server/handoff/msg.c
+ * FUZZ_SOURCES: server/handoff/msg.c -ljansson
  *
  * Build and run by hand (tests/fuzz/run.sh does the same for every target here):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_fuzz.c server/handoff/msg.c \
- *         -o build/fuzz/handoff_fuzz
+ *         -ljansson -o build/fuzz/handoff_fuzz
  *   build/fuzz/handoff_fuzz -max_total_time=30 -dict=tests/fuzz/handoff.dict \
  *         NEW_CORPUS_DIR tests/fuzz/corpus/handoff
  *
- * Beyond "no crash, no sanitizer report", it checks what the header promises: 0 or -EPROTO; on
+ * jansson, which does the decoding, is the system's library and not instrumented: coverage
+ * guides the fuzzer through our checks of the decoded tree, jansson's grammar is exercised by
+ * the dictionary and the seeds.
+ *
+ * Beyond "no crash, no sanitizer report", it checks what the header promises: 0 or -EPROTO (never
+ * -ENOMEM: ASan stops the run before an allocation fails); on
  * success a pid in range, a slot index, NUL-terminated strings; on failure a zeroed result and a
  * sentence; the same answer every time; and that the verdict depends on the object alone
  * (trailing whitespace changes nothing, any other trailing byte is refused).
