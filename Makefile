@@ -131,10 +131,10 @@ $(O)/semvisor-run: $(patsubst %.c,$(O)/%.o,$(RUN_SRC)) $(LIB)
 $(O)/semvisord: $(patsubst %.c,$(O)/%.o,$(DAEMON_SRC)) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lsystemd
 # semvisorctl shares only the protocol's framing with the server (ctl_frame.h): it links that file
-# and the generated messages, not the server library and its libraries.
+# and the generated messages, not the server library and its libraries; --json adds jansson.
 CTL_LIB_OBJ = $(O)/server/control/ctl_frame.o $(PROTO_C:.c=.o)
 $(O)/semvisorctl: $(patsubst %.c,$(O)/%.o,$(CTL_SRC)) $(CTL_LIB_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_PROTO)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_PROTO) $(LIBS_JSON)
 
 $(O)/tests/%: $(O)/tests/%.o $(TLIB_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion

@@ -6,6 +6,7 @@
 #ifndef SV_CLIENT_CTL_H
 #define SV_CLIENT_CTL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,39 +73,19 @@ void text_sets(FILE *f, const Semvisor__SetList *l);
 void text_set(FILE *f, const Semvisor__SetDetail *d);
 void text_clients(FILE *f, Semvisor__Client *const *c, size_t n);
 
-/* The former names, which json.c still calls; they go once json.c calls the text_ ones. */
-#define hist_quantile(...) text_hist_quantile(__VA_ARGS__)
-#define user_name(...)	   text_user_name(__VA_ARGS__)
-#define group_name(...)	   text_group_name(__VA_ARGS__)
-
 /* ---- json.c ---- */
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
 int utf8_len(const unsigned char *s);
 
-struct jw {
-	FILE *f;
-	int depth;
-	bool need_comma[32];
-};
-
-void jw_init(struct jw *w, FILE *f);
-void jw_begin(struct jw *w, const char *key);  /* { */
-void jw_end(struct jw *w);		       /* } */
-void jw_abegin(struct jw *w, const char *key); /* [ */
-void jw_aend(struct jw *w);		       /* ] */
-void jw_str(struct jw *w, const char *key, const char *v);
-void jw_u64(struct jw *w, const char *key, uint64_t v);
-void jw_i64(struct jw *w, const char *key, int64_t v);
-void jw_bool(struct jw *w, const char *key, bool v);
-void jw_null(struct jw *w, const char *key);
-void jw_finish(struct jw *w); /* newline */
+/* Print doc (consumed) compact on one line; exits if it is NULL (json_pack ran out of memory). */
+void json_print(FILE *f, json_t *doc);
 
 void json_stats(FILE *f, const Semvisor__Stats *s);
 void json_sets(FILE *f, const Semvisor__SetList *l);
 void json_set(FILE *f, const Semvisor__SetDetail *d);
 void json_clients(FILE *f, Semvisor__Client *const *c, size_t n);
-void json_set_info(struct jw *w, const char *key, const Semvisor__SetInfo *si);
+void json_limits(FILE *f, const Semvisor__Limits *l);
 
 /* ---- metrics.c ---- */
 

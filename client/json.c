@@ -1,18 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * JSON output (--json): a small streaming writer and the shapes of each command's output. The
- * writer always produces valid JSON: strings are escaped, and bytes that are not UTF-8 (names
- * are whatever a container runtime was given) become U+FFFD.
+ * JSON output (--json): each command's output built as a jansson tree and printed compact, one
+ * document a line. Strings are checked for UTF-8 first: bytes that are not (names are whatever a
+ * container runtime was given) become U+FFFD, since jansson refuses such a string whole.
+ * jansson holds integers as int64: an unsigned counter past INT64_MAX (centuries of
+ * nanoseconds) would be written as a real rather than wrap to a negative number.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
-
-void jw_init(struct jw *w, FILE *f)
-{
-	memset(w, 0, sizeof(*w));
-	w->f = f;
-}
 
 int utf8_len(const unsigned char *s)
 {
@@ -41,395 +38,248 @@ int utf8_len(const unsigned char *s)
 	return n;
 }
 
-static void put_string(FILE *f, const char *str)
+/* s as a JSON string, each byte that is not part of valid UTF-8 replaced by U+FFFD; NULL is
+   "". NULL when out of memory (json_pack then fails, and json_print says so). */
+static json_t *jstr(const char *s)
 {
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	static const char fffd[] = "\xef\xbf\xbd";
+	const unsigned char *u = (const unsigned char *)(s ? s : "");
+	size_t len = strlen((const char *)u), n = 0;
+	json_t *v;
+	char *buf;
 
-	fputc('"', f);
-	while (*s) {
-		int n;
+	/* nothing to replace: the common case */
+	for (size_t i = 0; i < len; i += (size_t)utf8_len(u + i))
+		if (!utf8_len(u + i))
+			goto replace;
+	return json_stringn((const char *)u, len);
+replace:
+	buf = malloc(len * 3 + 1); /* each byte becomes at most three */
+	if (!buf)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		int k = utf8_len(u + i);
 
-		switch (*s) {
-		case '"':
-			fputs("\\\"", f);
-			s++;
-			continue;
-		case '\\':
-			fputs("\\\\", f);
-			s++;
-			continue;
-		case '\n':
-			fputs("\\n", f);
-			s++;
-			continue;
-		case '\r':
-			fputs("\\r", f);
-			s++;
-			continue;
-		case '\t':
-			fputs("\\t", f);
-			s++;
-			continue;
+		if (k) {
+			memcpy(buf + n, u + i, (size_t)k);
+			n += (size_t)k;
+			i += (size_t)k;
+		} else {
+			memcpy(buf + n, fffd, 3);
+			n += 3;
+			i++;
 		}
-		if (*s < 0x20 || *s == 0x7f) {
-			fprintf(f, "\\u%04x", *s);
-			s++;
-			continue;
-		}
-		n = utf8_len(s);
-		if (!n) {
-			fputs("\\ufffd", f);
-			s++;
-			continue;
-		}
-		fwrite(s, 1, (size_t)n, f);
-		s += n;
 	}
-	fputc('"', f);
+	v = json_stringn(buf, n);
+	free(buf);
+	return v;
 }
 
-static void sep(struct jw *w, const char *key)
+static json_t *ju64(uint64_t v)
 {
-	if (w->need_comma[w->depth])
-		fputc(',', w->f);
-	w->need_comma[w->depth] = true;
-	if (key) {
-		put_string(w->f, key);
-		fputc(':', w->f);
-	}
+	return v <= INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
 }
 
-void jw_begin(struct jw *w, const char *key)
+static void oom(void) __attribute__((noreturn));
+static void oom(void)
 {
-	sep(w, key);
-	fputc('{', w->f);
-	if (w->depth < 31)
-		w->depth++;
-	w->need_comma[w->depth] = false;
+	fprintf(stderr, "semvisorctl: out of memory for the JSON output\n");
+	exit(EXIT_FAILURE);
 }
 
-void jw_end(struct jw *w)
+/* Append v (consumed) to the array a, or exit: an element must not go missing unsaid. */
+static void jappend(json_t *a, json_t *v)
 {
-	fputc('}', w->f);
-	if (w->depth > 0)
-		w->depth--;
+	if (!v || !a || json_array_append_new(a, v))
+		oom();
 }
 
-void jw_abegin(struct jw *w, const char *key)
+void json_print(FILE *f, json_t *doc)
 {
-	sep(w, key);
-	fputc('[', w->f);
-	if (w->depth < 31)
-		w->depth++;
-	w->need_comma[w->depth] = false;
-}
-
-void jw_aend(struct jw *w)
-{
-	fputc(']', w->f);
-	if (w->depth > 0)
-		w->depth--;
-}
-
-void jw_str(struct jw *w, const char *key, const char *v)
-{
-	sep(w, key);
-	put_string(w->f, v);
-}
-
-void jw_u64(struct jw *w, const char *key, uint64_t v)
-{
-	sep(w, key);
-	fprintf(w->f, "%llu", (unsigned long long)v);
-}
-
-void jw_i64(struct jw *w, const char *key, int64_t v)
-{
-	sep(w, key);
-	fprintf(w->f, "%lld", (long long)v);
-}
-
-void jw_bool(struct jw *w, const char *key, bool v)
-{
-	sep(w, key);
-	fputs(v ? "true" : "false", w->f);
-}
-
-void jw_null(struct jw *w, const char *key)
-{
-	sep(w, key);
-	fputs("null", w->f);
-}
-
-void jw_finish(struct jw *w)
-{
-	fputc('\n', w->f);
+	if (!doc)
+		oom();
+	json_dumpf(doc, f, JSON_COMPACT);
+	fputc('\n', f);
+	json_decref(doc);
 }
 
 /* ---- shapes ---- */
 
 /* A bucket bound in ns, null for the open-ended last bucket. */
-static void jw_bound(struct jw *w, const char *key, uint64_t ns)
+static json_t *jbound(uint64_t ns)
 {
-	if (ns == UINT64_MAX)
-		jw_null(w, key);
-	else
-		jw_u64(w, key, ns);
+	return ns == UINT64_MAX ? json_null() : ju64(ns);
 }
 
-static void json_hist(struct jw *w, const char *key, const Semvisor__Histogram *h)
+static json_t *json_hist(const Semvisor__Histogram *h)
 {
 	size_t n = h ? (h->n_count < h->n_bound_ns ? h->n_count : h->n_bound_ns) : 0;
+	json_t *buckets = json_array();
+	bool any = h && h->total;
 
-	jw_begin(w, key);
-	jw_u64(w, "count", h ? h->total : 0);
+	for (size_t i = 0; i < n; i++)
+		jappend(buckets, json_pack("{s:o, s:o}", "le_ns", jbound(h->bound_ns[i]), "count",
+					   ju64(h->count[i])));
 	/* quantiles are bucket upper bounds in ns; null when nothing was counted */
-	if (h && h->total) {
-		jw_bound(w, "median_le_ns", hist_quantile(h->count, h->bound_ns, n, 0.5));
-		jw_bound(w, "p99_le_ns", hist_quantile(h->count, h->bound_ns, n, 0.99));
-	} else {
-		jw_null(w, "median_le_ns");
-		jw_null(w, "p99_le_ns");
-	}
-	jw_abegin(w, "buckets");
-	for (size_t i = 0; i < n; i++) {
-		jw_begin(w, NULL);
-		jw_bound(w, "le_ns", h->bound_ns[i]);
-		jw_u64(w, "count", h->count[i]);
-		jw_end(w);
-	}
-	jw_aend(w);
-	jw_end(w);
+	return json_pack(
+	    "{s:o, s:o, s:o, s:o}", "count", ju64(h ? h->total : 0), "median_le_ns",
+	    any ? jbound(text_hist_quantile(h->count, h->bound_ns, n, 0.5)) : json_null(),
+	    "p99_le_ns",
+	    any ? jbound(text_hist_quantile(h->count, h->bound_ns, n, 0.99)) : json_null(),
+	    "buckets", buckets);
 }
 
-static void json_limits(struct jw *w, const char *key, const Semvisor__Limits *l)
+static json_t *json_ns_limits(const Semvisor__Limits *l)
 {
-	if (!l) {
-		jw_null(w, key);
-		return;
-	}
-	jw_begin(w, key);
-	jw_i64(w, "semmsl", l->semmsl);
-	jw_i64(w, "semmns", l->semmns);
-	jw_i64(w, "semopm", l->semopm);
-	jw_i64(w, "semmni", l->semmni);
-	jw_end(w);
+	if (!l)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I}", "semmsl", (json_int_t)l->semmsl, "semmns",
+			 (json_int_t)l->semmns, "semopm", (json_int_t)l->semopm, "semmni",
+			 (json_int_t)l->semmni);
 }
 
-static void json_client(struct jw *w, const Semvisor__Client *c)
+/* The reply to a limits request: the namespace's name, then its limits. */
+void json_limits(FILE *f, const Semvisor__Limits *l)
 {
-	jw_begin(w, NULL);
-	jw_str(w, "name", c->name);
-	jw_str(w, "namespace", c->ns);
-	jw_bool(w, "ns_traps", c->ns_traps);
-	jw_u64(w, "calls", c->calls);
-	jw_u64(w, "parked", c->parked);
-	jw_end(w);
+	json_print(f, json_pack("{s:o, s:I, s:I, s:I, s:I}", "namespace", jstr(l->ns), "semmsl",
+				(json_int_t)l->semmsl, "semmns", (json_int_t)l->semmns, "semopm",
+				(json_int_t)l->semopm, "semmni", (json_int_t)l->semmni));
 }
 
-static void json_stats_body(struct jw *w, const Semvisor__Stats *s)
+static json_t *json_client(const Semvisor__Client *c)
+{
+	return json_pack("{s:o, s:o, s:b, s:o, s:o}", "name", jstr(c->name), "namespace",
+			 jstr(c->ns), "ns_traps", (int)c->ns_traps, "calls", ju64(c->calls),
+			 "parked", ju64(c->parked));
+}
+
+static json_t *json_lock(const Semvisor__LockStats *l)
+{
+	if (!l)
+		return json_null();
+	return json_pack(
+	    "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "kind",
+	    jstr(l->kind), "acquired", ju64(l->acquired), "fast", ju64(l->fast), "spun",
+	    ju64(l->spun), "slept", ju64(l->slept), "sleeps", ju64(l->sleeps), "wakes",
+	    ju64(l->wakes), "cancels", ju64(l->unqueues + l->head_quits), "unqueues",
+	    ju64(l->unqueues), "head_quits", ju64(l->head_quits), "trylock_failed",
+	    ju64(l->trylock_failed), "spin_ns", ju64(l->spin_ns), "threads", ju64(l->threads));
+}
+
+static json_t *json_stats_doc(const Semvisor__Stats *s)
 {
 	static const Semvisor__CallCounts none = SEMVISOR__CALL_COUNTS__INIT;
 	const Semvisor__CallCounts *c = s->calls ? s->calls : &none;
-	const Semvisor__LockStats *l = s->lock;
+	json_t *cmds = json_array(), *errors = json_array(), *nss = json_array(), *doc;
 
-	jw_begin(w, "server");
-	jw_u64(w, "pid", s->server_pid);
-	jw_u64(w, "uptime_ms", s->uptime_ms);
-	jw_u64(w, "since_reset_ms", s->since_reset_ms);
-	jw_i64(w, "unix_ms", s->unix_ms);
-	jw_u64(w, "mono_ns", s->mono_ns);
-	jw_end(w);
-
-	jw_begin(w, "calls");
-	jw_u64(w, "total",
-	       c->semget + c->semop + c->semtimedop + c->semctl + c->ns_changes + c->other);
-	jw_u64(w, "semget", c->semget);
-	jw_u64(w, "semop", c->semop);
-	jw_u64(w, "semtimedop", c->semtimedop);
-	jw_u64(w, "semctl", c->semctl);
-	jw_u64(w, "ns_changes", c->ns_changes);
-	jw_u64(w, "other", c->other);
-	jw_end(w);
-
-	jw_abegin(w, "semctl_commands");
-	for (size_t i = 0; i < s->n_semctl_commands; i++) {
-		jw_begin(w, NULL);
-		jw_i64(w, "cmd", s->semctl_commands[i]->cmd);
-		jw_str(w, "name", s->semctl_commands[i]->name);
-		jw_u64(w, "count", s->semctl_commands[i]->count);
-		jw_end(w);
-	}
-	jw_aend(w);
-
-	jw_abegin(w, "errors");
-	for (size_t i = 0; i < s->n_errors; i++) {
-		jw_begin(w, NULL);
-		jw_u64(w, "errno", s->errors[i]->code);
-		jw_str(w, "name", s->errors[i]->name);
-		jw_u64(w, "count", s->errors[i]->count);
-		jw_end(w);
-	}
-	jw_aend(w);
-
-	jw_begin(w, "waits");
-	jw_u64(w, "parked", s->parked);
-	jw_u64(w, "woken", s->woken);
-	jw_u64(w, "timeouts", s->timeouts);
-	jw_u64(w, "interrupted", s->interrupted);
-	jw_u64(w, "rolled_back", s->rolled_back);
-	jw_u64(w, "kept", s->kept);
-	jw_u64(w, "stale", s->stale);
-	jw_end(w);
-
-	json_hist(w, "service_time", s->service);
-	json_hist(w, "wait_time", s->wait);
-
-	jw_begin(w, "listeners");
-	jw_u64(w, "now", s->listeners);
-	jw_u64(w, "added", s->listeners_added);
-	jw_u64(w, "gone", s->listeners_gone);
-	jw_end(w);
-	jw_u64(w, "processes_exited", s->processes_exited);
-	jw_u64(w, "namespaces_ended", s->namespaces_ended);
-
-	if (l) {
-		jw_begin(w, "lock");
-		jw_str(w, "kind", l->kind);
-		jw_u64(w, "acquired", l->acquired);
-		jw_u64(w, "fast", l->fast);
-		jw_u64(w, "spun", l->spun);
-		jw_u64(w, "slept", l->slept);
-		jw_u64(w, "sleeps", l->sleeps);
-		jw_u64(w, "wakes", l->wakes);
-		jw_u64(w, "cancels", l->unqueues + l->head_quits);
-		jw_u64(w, "unqueues", l->unqueues);
-		jw_u64(w, "head_quits", l->head_quits);
-		jw_u64(w, "trylock_failed", l->trylock_failed);
-		jw_u64(w, "spin_ns", l->spin_ns);
-		jw_u64(w, "threads", l->threads);
-		jw_end(w);
-	} else {
-		jw_null(w, "lock");
-	}
-
-	jw_abegin(w, "namespaces");
+	for (size_t i = 0; i < s->n_semctl_commands; i++)
+		jappend(cmds,
+			json_pack("{s:I, s:o, s:o}", "cmd", (json_int_t)s->semctl_commands[i]->cmd,
+				  "name", jstr(s->semctl_commands[i]->name), "count",
+				  ju64(s->semctl_commands[i]->count)));
+	for (size_t i = 0; i < s->n_errors; i++)
+		jappend(errors,
+			json_pack("{s:o, s:o, s:o}", "errno", ju64(s->errors[i]->code), "name",
+				  jstr(s->errors[i]->name), "count", ju64(s->errors[i]->count)));
 	for (size_t i = 0; i < s->n_namespaces; i++) {
 		const Semvisor__Namespace *n = s->namespaces[i];
 
-		jw_begin(w, NULL);
-		jw_str(w, "name", n->name);
-		jw_u64(w, "sets", n->nsets);
-		jw_u64(w, "semaphores", n->nsems);
-		jw_u64(w, "waiters", n->nwaiters);
-		jw_u64(w, "set_lock_spun", n->set_lock_spun);
-		jw_u64(w, "set_lock_slept", n->set_lock_slept);
-		json_limits(w, "limits", n->limits);
-		jw_end(w);
+		jappend(nss,
+			json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", jstr(n->name),
+				  "sets", ju64(n->nsets), "semaphores", ju64(n->nsems), "waiters",
+				  ju64(n->nwaiters), "set_lock_spun", ju64(n->set_lock_spun),
+				  "set_lock_slept", ju64(n->set_lock_slept), "limits",
+				  json_ns_limits(n->limits)));
 	}
-	jw_aend(w);
 
-	if (s->n_clients) {
-		jw_abegin(w, "clients");
+	doc = json_pack(
+	    "{s:{s:o, s:o, s:o, s:I, s:o},"
+	    " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
+	    " s:o, s:o,"
+	    " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
+	    " s:o, s:o,"
+	    " s:{s:o, s:o, s:o}, s:o, s:o,"
+	    " s:o, s:o}",
+	    "server", "pid", ju64(s->server_pid), "uptime_ms", ju64(s->uptime_ms), "since_reset_ms",
+	    ju64(s->since_reset_ms), "unix_ms", (json_int_t)s->unix_ms, "mono_ns", ju64(s->mono_ns),
+	    "calls", "total",
+	    ju64(c->semget + c->semop + c->semtimedop + c->semctl + c->ns_changes + c->other),
+	    "semget", ju64(c->semget), "semop", ju64(c->semop), "semtimedop", ju64(c->semtimedop),
+	    "semctl", ju64(c->semctl), "ns_changes", ju64(c->ns_changes), "other", ju64(c->other),
+	    "semctl_commands", cmds, "errors", errors, "waits", "parked", ju64(s->parked), "woken",
+	    ju64(s->woken), "timeouts", ju64(s->timeouts), "interrupted", ju64(s->interrupted),
+	    "rolled_back", ju64(s->rolled_back), "kept", ju64(s->kept), "stale", ju64(s->stale),
+	    "service_time", json_hist(s->service), "wait_time", json_hist(s->wait), "listeners",
+	    "now", ju64(s->listeners), "added", ju64(s->listeners_added), "gone",
+	    ju64(s->listeners_gone), "processes_exited", ju64(s->processes_exited),
+	    "namespaces_ended", ju64(s->namespaces_ended), "lock", json_lock(s->lock), "namespaces",
+	    nss);
+	if (doc && s->n_clients) {
+		json_t *clients = json_array();
+
 		for (size_t i = 0; i < s->n_clients; i++)
-			json_client(w, s->clients[i]);
-		jw_aend(w);
+			jappend(clients, json_client(s->clients[i]));
+		if (json_object_set_new(doc, "clients", clients))
+			oom();
 	}
+	return doc;
 }
 
 void json_stats(FILE *f, const Semvisor__Stats *s)
 {
-	struct jw w;
-
-	jw_init(&w, f);
-	jw_begin(&w, NULL);
-	json_stats_body(&w, s);
-	jw_end(&w);
-	jw_finish(&w);
+	json_print(f, json_stats_doc(s));
 }
 
-void json_set_info(struct jw *w, const char *key, const Semvisor__SetInfo *si)
+static json_t *json_set_info(const Semvisor__SetInfo *si)
 {
-	char buf[64], perms[8];
+	char hex[16], perms[8], owner[64], group[64];
 
-	jw_begin(w, key);
-	jw_str(w, "namespace", si->ns);
-	jw_i64(w, "id", si->id);
-	jw_i64(w, "key", si->key);
-	snprintf(buf, sizeof(buf), "0x%08x", (uint32_t)si->key);
-	jw_str(w, "key_hex", buf);
-	jw_u64(w, "uid", si->uid);
-	jw_str(w, "owner", user_name(si->uid, buf, sizeof(buf)));
-	jw_u64(w, "gid", si->gid);
-	jw_str(w, "group", group_name(si->gid, buf, sizeof(buf)));
-	jw_u64(w, "cuid", si->cuid);
-	jw_u64(w, "cgid", si->cgid);
-	jw_u64(w, "mode", si->mode);
+	snprintf(hex, sizeof(hex), "0x%08x", (uint32_t)si->key);
 	snprintf(perms, sizeof(perms), "%03o", si->mode & 0777);
-	jw_str(w, "perms", perms);
-	jw_u64(w, "nsems", si->nsems);
-	jw_i64(w, "otime", si->otime);
-	jw_i64(w, "ctime", si->ctime);
-	jw_u64(w, "lock_spun", si->lock_spun);
-	jw_u64(w, "lock_slept", si->lock_slept);
-	jw_end(w);
+	return json_pack("{s:o, s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:I, "
+			 "s:I, s:o, s:o}",
+			 "namespace", jstr(si->ns), "id", (json_int_t)si->id, "key",
+			 (json_int_t)si->key, "key_hex", hex, "uid", ju64(si->uid), "owner",
+			 jstr(text_user_name(si->uid, owner, sizeof(owner))), "gid", ju64(si->gid),
+			 "group", jstr(text_group_name(si->gid, group, sizeof(group))), "cuid",
+			 ju64(si->cuid), "cgid", ju64(si->cgid), "mode", ju64(si->mode), "perms",
+			 perms, "nsems", ju64(si->nsems), "otime", (json_int_t)si->otime, "ctime",
+			 (json_int_t)si->ctime, "lock_spun", ju64(si->lock_spun), "lock_slept",
+			 ju64(si->lock_slept));
 }
 
 void json_sets(FILE *f, const Semvisor__SetList *l)
 {
-	struct jw w;
+	json_t *sets = json_array();
 
-	jw_init(&w, f);
-	jw_begin(&w, NULL);
-	jw_abegin(&w, "sets");
 	for (size_t i = 0; i < l->n_sets; i++)
-		json_set_info(&w, NULL, l->sets[i]);
-	jw_aend(&w);
-	jw_end(&w);
-	jw_finish(&w);
+		jappend(sets, json_set_info(l->sets[i]));
+	json_print(f, json_pack("{s:o}", "sets", sets));
 }
 
 void json_set(FILE *f, const Semvisor__SetDetail *d)
 {
-	struct jw w;
+	json_t *sems = json_array();
 
-	jw_init(&w, f);
-	jw_begin(&w, NULL);
-	if (d->set)
-		json_set_info(&w, "set", d->set);
-	else
-		jw_null(&w, "set");
-	jw_abegin(&w, "semaphores");
 	for (size_t i = 0; i < d->n_sems; i++) {
 		const Semvisor__Semaphore *m = d->sems[i];
 
-		jw_begin(&w, NULL);
-		jw_u64(&w, "num", m->num);
-		jw_i64(&w, "value", m->value);
-		jw_i64(&w, "pid", m->pid);
-		jw_u64(&w, "ncnt", m->ncnt);
-		jw_u64(&w, "zcnt", m->zcnt);
-		jw_u64(&w, "ops", m->nops);
-		jw_u64(&w, "waits", m->nwaits);
-		jw_u64(&w, "lock_spun", m->lock_spun);
-		jw_u64(&w, "lock_slept", m->lock_slept);
-		jw_end(&w);
+		jappend(sems,
+			json_pack("{s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "num",
+				  ju64(m->num), "value", (json_int_t)m->value, "pid",
+				  (json_int_t)m->pid, "ncnt", ju64(m->ncnt), "zcnt", ju64(m->zcnt),
+				  "ops", ju64(m->nops), "waits", ju64(m->nwaits), "lock_spun",
+				  ju64(m->lock_spun), "lock_slept", ju64(m->lock_slept)));
 	}
-	jw_aend(&w);
-	jw_end(&w);
-	jw_finish(&w);
+	json_print(f, json_pack("{s:o, s:o}", "set", d->set ? json_set_info(d->set) : json_null(),
+				"semaphores", sems));
 }
 
 void json_clients(FILE *f, Semvisor__Client *const *c, size_t n)
 {
-	struct jw w;
+	json_t *clients = json_array();
 
-	jw_init(&w, f);
-	jw_begin(&w, NULL);
-	jw_abegin(&w, "clients");
 	for (size_t i = 0; i < n; i++)
-		json_client(&w, c[i]);
-	jw_aend(&w);
-	jw_end(&w);
-	jw_finish(&w);
+		jappend(clients, json_client(c[i]));
+	json_print(f, json_pack("{s:o}", "clients", clients));
 }

@@ -226,13 +226,7 @@ static int cmd_rm(struct ctx *c)
 	if (rc)
 		return rc;
 	if (c->json) {
-		struct jw w;
-
-		jw_init(&w, stdout);
-		jw_begin(&w, NULL);
-		jw_i64(&w, "removed", rm.id);
-		jw_end(&w);
-		jw_finish(&w);
+		json_print(stdout, json_pack("{s:I}", "removed", (json_int_t)rm.id));
 	}
 	ctl_reply_free(rep);
 	return EX_OK;
@@ -285,17 +279,7 @@ static int cmd_limits(struct ctx *c)
 		const Semvisor__Limits *l = rep->limits;
 
 		if (c->json) {
-			struct jw w;
-
-			jw_init(&w, stdout);
-			jw_begin(&w, NULL);
-			jw_str(&w, "namespace", l->ns);
-			jw_i64(&w, "semmsl", l->semmsl);
-			jw_i64(&w, "semmns", l->semmns);
-			jw_i64(&w, "semopm", l->semopm);
-			jw_i64(&w, "semmni", l->semmni);
-			jw_end(&w);
-			jw_finish(&w);
+			json_limits(stdout, l);
 		} else {
 			char name[128];
 
