@@ -7,7 +7,7 @@
 # Usage: O=build tests/layers.sh
 set -eu
 O=${O:-build}
-LAYERED=${LAYERED:-"control lock notify util"}
+LAYERED=${LAYERED:-"control handoff lock notify util"}
 status=0
 for dir in "$O"/server/*/; do
 	set -- "$dir"*.o
