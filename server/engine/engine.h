@@ -24,6 +24,7 @@
 
 #include "engine/sem.h"
 #include "lock/lock.h"
+#include "lock/xpthread.h"
 
 #define SV_RELAXED(p)	     atomic_load_explicit((p), memory_order_relaxed)
 #define SV_SET_RELAXED(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)

@@ -69,8 +69,7 @@ static long semctl_info(const struct sv_caller *c, int cmd, uint64_t arg)
 	si.semmnu = SV_SEMMNS;
 	si.semmap = SV_SEMMNS;
 	si.semume = SV_SEMUME;
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	if (cmd == SV_SEM_INFO) {
 		si.semusz = ns->in_use;
 		si.semaem = ns->used_sems;
@@ -85,8 +84,7 @@ static long semctl_info(const struct sv_caller *c, int cmd, uint64_t arg)
 		max_idx = SV_IPCMNI - 1;
 	else
 		max_idx = ns->max_idx;
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	if (sv_copy_out(c, arg, &si, sizeof(si)))
 		return -EFAULT;
 	return max_idx < 0 ? 0 : max_idx;
@@ -323,8 +321,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 	struct sv_set *set;
 	long ret = 0;
 
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	rcu_read_lock();
 	set = sv_set_lookup(ns, semid);
 	if (!set) {
@@ -342,8 +339,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 		sv_freeary(ns, set, wq);
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
 		rcu_read_unlock();
-		if (pthread_mutex_unlock(&ns->ids_lock))
-			abort();
+		xunlock(&ns->ids_lock);
 		sv_set_put(set); /* the tables' reference */
 		return 0;
 	}
@@ -366,8 +362,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 out:
 	rcu_read_unlock();
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	return ret;
 }
 

@@ -31,10 +31,7 @@ struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid)
 
 	if (!p)
 		return NULL;
-	if (pthread_mutex_init(&p->lock, NULL)) {
-		free(p);
-		return NULL;
-	}
+	xmutex_init(&p->lock);
 	CDS_INIT_LIST_HEAD(&p->undos);
 	sv_ns_get(ns);
 	p->ns = ns;
@@ -61,7 +58,7 @@ static void proc_free_rcu(struct rcu_head *head)
 	/* Only exited entries are left: live ones would still be on a set's list. */
 	cds_list_for_each_entry_safe(un, tmp, &p->undos, proc_node)
 		free(un);
-	pthread_mutex_destroy(&p->lock);
+	xmutex_destroy(&p->lock);
 	free(p);
 }
 
@@ -106,11 +103,9 @@ struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid)
 
 	if (!c->proc)
 		return NULL;
-	if (pthread_mutex_lock(&c->proc->lock))
-		abort();
+	xlock(&c->proc->lock);
 	un = lookup_undo(c->proc, semid);
-	if (pthread_mutex_unlock(&c->proc->lock))
-		abort();
+	xunlock(&c->proc->lock);
 	return un;
 }
 
@@ -128,11 +123,9 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (pthread_mutex_lock(&p->lock))
-		abort();
+	xlock(&p->lock);
 	un = lookup_undo(p, semid);
-	if (pthread_mutex_unlock(&p->lock))
-		abort();
+	xunlock(&p->lock);
 	if (un)
 		return un;
 
@@ -154,8 +147,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		*err = -EIDRM;
 		return NULL;
 	}
-	if (pthread_mutex_lock(&p->lock))
-		abort();
+	xlock(&p->lock);
 	/* Another thread of the process may have been quicker; or the process is gone. */
 	un = lookup_undo(p, semid);
 	if (!un && !atomic_load_explicit(&p->dead, memory_order_relaxed)) {
@@ -168,8 +160,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		un = fresh;
 		fresh = NULL;
 	}
-	if (pthread_mutex_unlock(&p->lock))
-		abort();
+	xunlock(&p->lock);
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 	free(fresh);
 	if (!un)
@@ -192,12 +183,10 @@ void sv_undo_unlink_all(struct sv_set *set)
 
 		cds_list_del(&un->set_node);
 		atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
-		if (pthread_mutex_lock(&p->lock))
-			abort();
+		xlock(&p->lock);
 		un->semid = -1;
 		cds_list_del_rcu(&un->proc_node);
-		if (pthread_mutex_unlock(&p->lock))
-			abort();
+		xunlock(&p->lock);
 		call_rcu(&un->rcu, undo_free_rcu);
 	}
 }
@@ -218,27 +207,23 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 {
 	struct sv_undo *un;
 
-	if (pthread_mutex_lock(&p->lock))
-		abort();
+	xlock(&p->lock);
 	/* Pairs with the acquire in sem.c's orphaned(): from here on its waiters are dropped. */
 	if (atomic_exchange_explicit(&p->dead, true, memory_order_seq_cst)) {
-		pthread_mutex_unlock(&p->lock);
+		xunlock(&p->lock);
 		return;
 	}
-	if (pthread_mutex_unlock(&p->lock))
-		abort();
+	xunlock(&p->lock);
 
 	for (;;) {
 		struct sv_set *set;
 		int semid;
 
 		rcu_read_lock();
-		if (pthread_mutex_lock(&p->lock))
-			abort();
+		xlock(&p->lock);
 		un = first_live(p);
 		semid = un ? un->semid : -1;
-		if (pthread_mutex_unlock(&p->lock))
-			abort();
+		xunlock(&p->lock);
 		if (!un) {
 			rcu_read_unlock();
 			break;
@@ -256,16 +241,14 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 			rcu_read_unlock();
 			continue;
 		}
-		if (pthread_mutex_lock(&p->lock))
-			abort();
+		xlock(&p->lock);
 		un = lookup_undo(p, semid);
 		if (un) {
 			cds_list_del(&un->set_node);
 			atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
 			un->semid = -1;
 		}
-		if (pthread_mutex_unlock(&p->lock))
-			abort();
+		xunlock(&p->lock);
 		if (!un) {
 			/* removed, and a new set took the same id: nothing to do for it */
 			sv_sem_unlock(set, SV_LOCK_GLOBAL);
