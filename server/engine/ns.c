@@ -224,6 +224,7 @@ struct sv_set *sv_set_lookup(struct sv_ns *ns, int id)
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;
 
+	sv_rcu_assert_reader();
 	cds_lfht_lookup(ns->by_id, hash_u32((uint32_t)id), match_id, &id, &iter);
 	node = cds_lfht_iter_get_node(&iter);
 	return node ? caa_container_of(node, struct sv_set, id_node) : NULL;
@@ -234,6 +235,7 @@ static struct sv_set *set_lookup_key(struct sv_ns *ns, int32_t key)
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;
 
+	sv_rcu_assert_reader();
 	cds_lfht_lookup(ns->by_key, hash_u32((uint32_t)key), match_key, &key, &iter);
 	node = cds_lfht_iter_get_node(&iter);
 	return node ? caa_container_of(node, struct sv_set, key_node) : NULL;
@@ -244,6 +246,7 @@ static struct sv_set *set_lookup_index(struct sv_ns *ns, int idx)
 {
 	struct sv_set *_Atomic *chunk;
 
+	sv_rcu_assert_reader();
 	/* acquire pairs with the release in slot_publish(): a chunk or set is seen whole */
 	idx %= SV_IPCMNI;
 	chunk = atomic_load_explicit(&ns->slots[idx / SV_SLOT_CHUNK], memory_order_acquire);
@@ -341,6 +344,8 @@ static int ids_add(struct sv_ns *ns, struct sv_set *set)
 	int limit = SV_RELAXED(&ns->semmni);
 	int idx, seq;
 
+	xassert_held(&ns->ids_lock);
+	sv_rcu_assert_reader();
 	if (limit > SV_IPCMNI)
 		limit = SV_IPCMNI;
 	if (ns->in_use >= limit)
@@ -389,6 +394,9 @@ void sv_set_unlink(struct sv_ns *ns, struct sv_set *set)
 {
 	int idx = set->id % SV_IPCMNI;
 
+	xassert_held(&ns->ids_lock);
+	SV_ASSERT(sv_set_locked_global(set));
+	sv_rcu_assert_reader();
 	if (cds_lfht_del(ns->by_id, &set->id_node))
 		abort();
 	if (set->key != SV_IPC_PRIVATE && cds_lfht_del(ns->by_key, &set->key_node))
@@ -437,6 +445,8 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 	struct sv_set *set;
 	int err;
 
+	xassert_held(&ns->ids_lock);
+	sv_rcu_assert_reader();
 	if (!nsems)
 		return -EINVAL;
 	if ((long long)ns->used_sems + nsems > SV_RELAXED(&ns->semmns))

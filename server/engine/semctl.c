@@ -176,12 +176,14 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 	return 0;
 }
 
+/* Called under RCU, which it ends. */
 static long semctl_getall(const struct sv_caller *c, struct sv_set *set, uint64_t arg)
 {
 	int nsems = set->nsems;
 	uint16_t *vals = malloc((size_t)nsems * sizeof(*vals));
 	long ret = 0;
 
+	sv_rcu_assert_reader();
 	if (!vals) {
 		rcu_read_unlock();
 		return -ENOMEM;
@@ -201,6 +203,7 @@ static long semctl_getall(const struct sv_caller *c, struct sv_set *set, uint64_
 	return ret;
 }
 
+/* Called under RCU, which it ends. */
 static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_t arg,
 			  struct sv_wakeq *wq)
 {
@@ -209,6 +212,7 @@ static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_
 	struct sv_undo *un;
 	long ret = 0;
 
+	sv_rcu_assert_reader();
 	/* Hold the set across the copy, which may take a while: no RCU section around it. */
 	sv_set_get(set);
 	rcu_read_unlock();

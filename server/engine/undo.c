@@ -89,6 +89,7 @@ static struct sv_undo *lookup_undo(struct sv_proc *p, int semid)
 {
 	struct sv_undo *un;
 
+	SV_ASSERT(xmutex_held(&p->lock) || sv_rcu_reader());
 	cds_list_for_each_entry_rcu(un, &p->undos, proc_node)
 	{
 		if (un->semid == semid)
@@ -97,10 +98,12 @@ static struct sv_undo *lookup_undo(struct sv_proc *p, int semid)
 	return NULL;
 }
 
+/* under RCU: the entry returned stays valid until the read side ends */
 struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid)
 {
 	struct sv_undo *un;
 
+	sv_rcu_assert_reader();
 	if (!c->proc)
 		return NULL;
 	xlock(&c->proc->lock);
@@ -119,6 +122,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 	struct sv_undo *un, *fresh;
 	struct sv_set *set;
 
+	sv_rcu_assert_reader();
 	if (!p) {
 		*err = -ENOMEM;
 		return NULL;
@@ -178,6 +182,8 @@ void sv_undo_unlink_all(struct sv_set *set)
 {
 	struct sv_undo *un, *tmp;
 
+	SV_ASSERT(sv_set_locked_global(set));
+	sv_rcu_assert_reader();
 	cds_list_for_each_entry_safe(un, tmp, &set->undos, set_node) {
 		struct sv_proc *p = un->proc;
 
@@ -196,6 +202,7 @@ static struct sv_undo *first_live(struct sv_proc *p)
 {
 	struct sv_undo *un;
 
+	xassert_held(&p->lock);
 	cds_list_for_each_entry(un, &p->undos, proc_node) {
 		if (un->semid != -1)
 			return un;
