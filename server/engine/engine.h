@@ -11,7 +11,7 @@
  * Each function with a calling rule writes it in its comment ("caller holds the set lock in
  * complex mode", "call under rcu_read_lock") and checks it on entry with SV_ASSERT() and the
  * helpers of lock.h, xpthread.h and rcu.h; the checks exist in the debug build only (make
- * DEBUG=1).
+ * DEBUG=1), which also yields the CPU at random at the SV_DEBUG_YIELD() points.
  */
 #ifndef SV_ENGINE_H
 #define SV_ENGINE_H

@@ -573,6 +573,7 @@ int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv
 		rcu_read_unlock();
 		return -EINVAL;
 	}
+	SV_DEBUG_YIELD(); /* a removal may get there first: the lock must find it deleted */
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);

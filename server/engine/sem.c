@@ -53,7 +53,9 @@
  * ------
  * The rules above are written on each function ("caller holds set->lock") and checked on entry in
  * the debug build (make DEBUG=1): sv_set_locked_global() for the set lock in complex mode,
- * covers() for "the lock(s) covering sops", sv_rcu_assert_reader() for the lockless paths.
+ * covers() for "the lock(s) covering sops", sv_rcu_assert_reader() for the lockless paths. The
+ * debug build also yields at random at SV_DEBUG_YIELD(): inside the two [SEM_BARRIER] windows,
+ * between a lockless lookup and the lock that confirms it, and while a lock is held.
  *
  * Deviation from the kernel, on purpose: the kernel keeps an otime per semaphore and reports
  * their maximum; only the maximum is observable, so the set keeps that maximum directly.
@@ -246,6 +248,7 @@ static void complexmode_enter(struct sv_set *set)
 		return;
 	}
 	SV_SET_RELAXED(&set->use_global_lock, SV_GLOBAL_LOCK_HYSTERESIS);
+	SV_DEBUG_YIELD(); /* simple ops racing with the switch: some still in flight, some not */
 	/* [SEM_BARRIER_2]: wait out simple ops in flight; later ones will see the flag */
 	for (int i = 0; i < set->nsems; i++) {
 		lock_sem(&sv_sems(set)[i]);
@@ -288,12 +291,14 @@ int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int n
 
 		if (!SV_RELAXED(&set->use_global_lock)) {
 			lock_sem(sem);
+			SV_DEBUG_YIELD(); /* a complex op may switch modes right now */
 			/* [SEM_BARRIER_1] */
 			if (!atomic_load_explicit(&set->use_global_lock, memory_order_acquire))
 				return semnum;
 			sv_unlock(&sem->lock);
 		}
 		lock_set(set);
+		SV_DEBUG_YIELD();
 		/* Complex mode ended while we waited: we may take the semaphore after all. */
 		if (!SV_RELAXED(&set->use_global_lock)) {
 			lock_sem(sem);
@@ -346,6 +351,7 @@ static void merge_queues(struct sv_set *set)
 
 void sv_sem_unlock(struct sv_set *set, int locknum)
 {
+	SV_DEBUG_YIELD(); /* others pile up on the lock held: contention, and mode switches */
 	if (locknum == SV_LOCK_GLOBAL) {
 		unmerge_queues(set);
 		complexmode_tryleave(set);
@@ -503,6 +509,7 @@ static void unlink_queue(struct sv_set *set, struct sv_waiter *w)
 static void complete(struct sv_waiter *w, int status, struct sv_wakeq *wq)
 {
 	SV_ASSERT(covers(w->set, w->sops, w->nsops));
+	SV_DEBUG_YIELD(); /* a wake-up decided, not yet handed out: cancels and exits race it */
 	w->status = status;
 	w->applied = status == 0;
 	w->state = SV_W_DONE;
@@ -834,6 +841,7 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 			err = uerr;
 			goto out_rcu;
 		}
+		SV_DEBUG_YIELD(); /* IPC_RMID may unlink the entry before the lock re-checks it */
 	}
 	set = sv_set_lookup(c->ns, semid);
 	if (!set) {
@@ -850,6 +858,7 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 		goto out_rcu;
 	}
 
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	locknum = sv_sem_lock(set, sops, nsops);
 	/*
 	 * Removed since the lookup; or the undo entry belongs to a removed set whose id a new set
@@ -918,6 +927,7 @@ int sv_waiter_cancel(struct sv_waiter *w)
 	struct sv_set *set = w->set;
 	int locknum, ret = -EALREADY;
 
+	SV_DEBUG_YIELD(); /* a wake-up pass may complete w first */
 	locknum = sv_sem_lock(set, w->sops, w->nsops);
 	if (w->state == SV_W_PARKED) {
 		unlink_queue(set, w);
@@ -1012,6 +1022,7 @@ int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq)
 
 	if (!w->applied)
 		return 0;
+	SV_DEBUG_YIELD(); /* the values may move, or the set go, before the undo */
 	locknum = sv_sem_lock(set, w->sops, w->nsops);
 	if (set->deleted)
 		goto out; /* its values went with the set */
@@ -1046,6 +1057,7 @@ int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf
 		goto out_rcu; /* removed: its values went with it */
 	if (undos)
 		un = sv_undo_lookup(c, semid);
+	SV_DEBUG_YIELD();
 	locknum = sv_sem_lock(set, sops, nsops);
 	if (!set->deleted)
 		ret = unapply(set, sops, nsops, un, wq);

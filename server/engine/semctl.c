@@ -108,6 +108,7 @@ static long semctl_stat(const struct sv_caller *c, int semid, int cmd, uint64_t 
 		rcu_read_unlock();
 		return ret;
 	}
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	/* The perm lock alone, as the kernel: no need to stop simple operations. */
 	sv_lock(&set->lock);
 	if (set->deleted) {
@@ -159,6 +160,7 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 		rcu_read_unlock();
 		return err;
 	}
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted || (err = sv_committing(c))) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);

@@ -133,6 +133,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 	if (un)
 		return un;
 
+	SV_DEBUG_YIELD(); /* another thread of the process may add the entry meanwhile */
 	set = sv_set_lookup(c->ns, semid);
 	if (!set) {
 		*err = -EINVAL;
@@ -144,6 +145,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		return NULL;
 	}
 
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -236,6 +238,7 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 			break;
 		}
 
+		SV_DEBUG_YIELD(); /* the entry was seen under p->lock only: IPC_RMID may take it */
 		set = sv_set_lookup(p->ns, semid);
 		if (!set) {
 			/* IPC_RMID got there first and is unlinking the entry: look again. */
