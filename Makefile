@@ -5,6 +5,8 @@
 #   make test         build and run the whole test suite
 #   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-tsan    the lock and engine stress tests under ThreadSanitizer
+#   make test-debug   the suite built with DEBUG=1 (into $(O)/debug): locking rules asserted,
+#                     random yields on the lock and engine paths
 #   make verify       model-check the lock's Promela model with spin
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 30)
 #   make bench        the benchmark suite (bench/results/latest.md)
@@ -12,6 +14,9 @@
 #   make lint|format  clang-format check / rewrite
 #
 # Variables: SAN=asan|tsan (sanitizer build into build/asan or build/tsan),
+# DEBUG=1 (the debug build, into build/debug or build/SAN/debug: -DSV_DEBUG -DAMUTEX_DEBUG turn
+# on every "caller holds X" / "under RCU" assertion and the random yields of util/debug.h and
+# amutex.c; release builds compile both out),
 # LOCK=pthread (engine locks on pthread_mutex instead of the adaptive mutex),
 # LOCKING=global (every semop takes the whole set: the contrast for bench/),
 # COUNTERS=off (no statistics counted: what counting costs, for bench/),
@@ -21,18 +26,25 @@ CC      ?= gcc
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SAN     ?=
+DEBUG   ?= 0
 LOCK    ?= amutex
 WERROR  ?= 0
 
 ifeq ($(SAN),asan)
-O       ?= build/asan
+O_BASE   = build/asan
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else ifeq ($(SAN),tsan)
-O       ?= build/tsan
+O_BASE   = build/tsan
 SANFLAGS = -fsanitize=thread -fno-omit-frame-pointer
 else
-O       ?= build
+O_BASE   = build
 SANFLAGS =
+endif
+# The debug build changes struct amutex's size: it never shares a directory with another build.
+ifeq ($(DEBUG),1)
+O       ?= $(O_BASE)/debug
+else
+O       ?= $(O_BASE)
 endif
 
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 \
@@ -56,6 +68,9 @@ CPPFLAGS += -DSV_FORCE_GLOBAL_LOCK
 endif
 ifeq ($(COUNTERS),off)
 CPPFLAGS += -DSV_NO_COUNTERS
+endif
+ifeq ($(DEBUG),1)
+CPPFLAGS += -DSV_DEBUG -DAMUTEX_DEBUG
 endif
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -pthread $(WARN) $(SANFLAGS)
@@ -101,8 +116,8 @@ ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
 
 .SECONDARY:
 
-.PHONY: all run demo test check test-asan test-tsan stress verify fuzz bench bench-quick deps \
-        install lint format clean tests benches
+.PHONY: all run demo test check test-asan test-tsan test-debug stress verify fuzz bench \
+        bench-quick deps install lint format clean tests benches
 
 all: $(BINS) tests benches $(DEMO_BIN)
 tests: $(TEST_BIN) $(TPROG_BIN)
@@ -206,6 +221,14 @@ test-tsan:
 
 tests-tsan-run: $(TSAN_TESTS)
 	O=$(O) ./tests/run.sh $(TSAN_TESTS)
+
+# The debug build of the whole suite, beside the build it is asked from ($(O)/debug).
+test-debug:
+ifeq ($(DEBUG),1)
+	$(MAKE) test
+else
+	$(MAKE) DEBUG=1 O=$(O)/debug test
+endif
 
 stress: $(TEST_BIN)
 	O=$(O) ./tests/stress.sh
