@@ -7,6 +7,8 @@
 #   make test-tsan    the lock and engine stress tests under ThreadSanitizer
 #   make test-debug   the suite built with DEBUG=1 (into $(O)/debug): locking rules asserted,
 #                     random yields on the lock and engine paths
+#   make stress       loop the lock, engine and semvisor-run stress tests, release and debug
+#                     builds, until one fails or STRESS_SECONDS (default 300) pass
 #   make verify       model-check the lock's Promela model with spin
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 30)
 #   make bench        the benchmark suite (bench/results/latest.md)
@@ -230,8 +232,19 @@ else
 	$(MAKE) DEBUG=1 O=$(O)/debug test
 endif
 
-stress: $(TEST_BIN)
-	O=$(O) ./tests/stress.sh
+# What tests/stress.sh loops: the lock's tests, the engine's stress tests and the stress test of
+# semvisor-run (with what it runs), in this build and, unless this is one, in its debug build.
+STRESS_SRC  = $(filter-out %-rules.c,$(wildcard tests/1?-lock-*.c tests/2?-engine-stress*.c \
+                                                 tests/42-run-stress.c))
+STRESS_NEED = $(patsubst tests/%.c,tests/%,$(STRESS_SRC)) $(if $(RUN_SRC),semvisor-run) \
+              $(patsubst $(O)/%,%,$(TPROG_BIN))
+STRESS_DIRS = $(O) $(if $(filter 1,$(DEBUG)),,$(O)/debug)
+stress:
+	$(MAKE) $(addprefix $(O)/,$(STRESS_NEED))
+ifneq ($(DEBUG),1)
+	$(MAKE) DEBUG=1 O=$(O)/debug $(addprefix $(O)/debug/,$(STRESS_NEED))
+endif
+	./tests/stress.sh $(STRESS_DIRS)
 
 verify:
 	$(MAKE) -C server/lock/model verify
