@@ -216,7 +216,8 @@ test-asan:
 
 # Only the concurrency tests are worth TSan's cost: the lock, the engine's stress tests, the
 # notify layer's workers.
-TSAN_SRC   = $(wildcard tests/1?-lock-*.c tests/2?-engine-stress*.c tests/31-notify-receiver.c)
+TSAN_SRC   = $(filter-out %-rules.c,$(wildcard tests/1?-lock-*.c tests/2?-engine-stress*.c \
+                                                tests/31-notify-receiver.c))
 TSAN_TESTS = $(patsubst tests/%.c,$(O)/tests/%,$(TSAN_SRC))
 test-tsan:
 	$(MAKE) SAN=tsan tests-tsan-run
