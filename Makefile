@@ -6,6 +6,10 @@
 #   make layers       draw which file of server/ calls which; fail on a circle
 #   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-tsan    the lock and engine stress tests under ThreadSanitizer
+#   make test-debug   the suite built with DEBUG=1 (into $(O)/debug): locking rules asserted,
+#                     random yields on the lock and engine paths
+#   make stress       loop the lock, engine and semvisor-run stress tests, release and debug
+#                     builds, until one fails or STRESS_SECONDS (default 300) pass
 #   make verify       model-check the lock's Promela model with spin
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 30)
 #   make bench        the benchmark suite (bench/results/latest.md)
@@ -13,6 +17,9 @@
 #   make lint|format  clang-format check / rewrite
 #
 # Variables: SAN=asan|tsan (sanitizer build into build/asan or build/tsan),
+# DEBUG=1 (the debug build, into build/debug or build/SAN/debug: -DSV_DEBUG -DAMUTEX_DEBUG turn
+# on every "caller holds X" / "under RCU" assertion and the random yields of util/debug.h and
+# amutex.c; release builds compile both out),
 # LOCK=pthread (engine locks on pthread_mutex instead of the adaptive mutex),
 # LOCKING=global (every semop takes the whole set: the contrast for bench/),
 # COUNTERS=off (no statistics counted: what counting costs, for bench/),
@@ -22,18 +29,25 @@ CC      ?= gcc
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SAN     ?=
+DEBUG   ?= 0
 LOCK    ?= amutex
 WERROR  ?= 0
 
 ifeq ($(SAN),asan)
-O       ?= build/asan
+O_BASE   = build/asan
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else ifeq ($(SAN),tsan)
-O       ?= build/tsan
+O_BASE   = build/tsan
 SANFLAGS = -fsanitize=thread -fno-omit-frame-pointer
 else
-O       ?= build
+O_BASE   = build
 SANFLAGS =
+endif
+# The debug build changes struct amutex's size: it never shares a directory with another build.
+ifeq ($(DEBUG),1)
+O       ?= $(O_BASE)/debug
+else
+O       ?= $(O_BASE)
 endif
 
 WARN = -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wformat=2 \
@@ -57,6 +71,9 @@ CPPFLAGS += -DSV_FORCE_GLOBAL_LOCK
 endif
 ifeq ($(COUNTERS),off)
 CPPFLAGS += -DSV_NO_COUNTERS
+endif
+ifeq ($(DEBUG),1)
+CPPFLAGS += -DSV_DEBUG -DAMUTEX_DEBUG
 endif
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -pthread $(WARN) $(SANFLAGS)
@@ -103,8 +120,8 @@ ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
 
 .SECONDARY:
 
-.PHONY: all run demo test check layers test-asan test-tsan stress verify fuzz bench bench-quick deps \
-        install lint format clean tests benches
+.PHONY: all run demo test check layers test-asan test-tsan test-debug stress verify fuzz \
+        bench bench-quick deps install lint format clean tests benches
 
 all: $(BINS) tests benches $(DEMO_BIN)
 tests: $(TEST_BIN) $(TPROG_BIN)
@@ -209,7 +226,8 @@ test-asan:
 
 # Only the concurrency tests are worth TSan's cost: the lock, the engine's stress tests, the
 # notify layer's workers.
-TSAN_SRC   = $(wildcard tests/1?-lock-*.c tests/2?-engine-stress*.c tests/31-notify-receiver.c)
+TSAN_SRC   = $(filter-out %-rules.c,$(wildcard tests/1?-lock-*.c tests/2?-engine-stress*.c \
+                                                tests/31-notify-receiver.c))
 TSAN_TESTS = $(patsubst tests/%.c,$(O)/tests/%,$(TSAN_SRC))
 test-tsan:
 	$(MAKE) SAN=tsan tests-tsan-run
@@ -217,8 +235,27 @@ test-tsan:
 tests-tsan-run: $(TSAN_TESTS)
 	O=$(O) ./tests/run.sh $(TSAN_TESTS)
 
-stress: $(TEST_BIN)
-	O=$(O) ./tests/stress.sh
+# The debug build of the whole suite, beside the build it is asked from ($(O)/debug).
+test-debug:
+ifeq ($(DEBUG),1)
+	$(MAKE) test
+else
+	$(MAKE) DEBUG=1 O=$(O)/debug test
+endif
+
+# What tests/stress.sh loops: the lock's tests, the engine's stress tests and the stress test of
+# semvisor-run (with what it runs), in this build and, unless this is one, in its debug build.
+STRESS_SRC  = $(filter-out %-rules.c,$(wildcard tests/1?-lock-*.c tests/2?-engine-stress*.c \
+                                                 tests/42-run-stress.c))
+STRESS_NEED = $(patsubst tests/%.c,tests/%,$(STRESS_SRC)) $(if $(RUN_SRC),semvisor-run) \
+              $(patsubst $(O)/%,%,$(TPROG_BIN))
+STRESS_DIRS = $(O) $(if $(filter 1,$(DEBUG)),,$(O)/debug)
+stress:
+	$(MAKE) $(addprefix $(O)/,$(STRESS_NEED))
+ifneq ($(DEBUG),1)
+	$(MAKE) DEBUG=1 O=$(O)/debug $(addprefix $(O)/debug/,$(STRESS_NEED))
+endif
+	./tests/stress.sh $(STRESS_DIRS)
 
 verify:
 	$(MAKE) -C server/lock/model verify

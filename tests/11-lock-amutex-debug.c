@@ -7,14 +7,17 @@
  * 10-lock-amutex.c against that build, plus the checks only the debug build makes.
  *
  * The debug copy gets its own symbol names: the test binary is also linked with libsemvisor.a,
- * whose engine code (built without AMUTEX_DEBUG, with the 8-byte struct amutex) must never
- * reach the 16-byte debug functions.
+ * whose engine code (built without AMUTEX_DEBUG, with the 8-byte struct amutex, except in the
+ * debug build, make DEBUG=1) must never reach the copy's functions.
  */
 #define AMUTEX_DEBUG		     1
 #define amutex_init		     amutex_dbg_init
 #define amutex_lock		     amutex_dbg_lock
 #define amutex_trylock		     amutex_dbg_trylock
 #define amutex_unlock		     amutex_dbg_unlock
+#define amutex_held		     amutex_dbg_held
+#define amutex_assert_held	     amutex_dbg_assert_held
+#define amutex_assert_not_held	     amutex_dbg_assert_not_held
 #define amutex_stats_read	     amutex_dbg_stats_read
 #define amutex_set_spin_limit	     amutex_dbg_set_spin_limit
 #define amutex_set_thread_spin_limit amutex_dbg_set_thread_spin_limit
@@ -70,4 +73,51 @@ Test(amutex_debug, stress_yield_everywhere, .timeout = 120)
 	stress(6, ITERS(100000), -1, 8);
 	stress(6, ITERS(50000), STRESS_MIXED, 4);
 	amutex_debug_set_yield(8);
+}
+
+static void *assert_held_here(void *m)
+{
+	amutex_assert_held(m);
+	return NULL;
+}
+
+Test(amutex_debug, held_answers_for_the_calling_thread)
+{
+	struct amutex m = { 0 };
+
+	cr_expect_not(amutex_held(&m));
+	amutex_assert_not_held(&m);
+	amutex_lock(&m);
+	cr_expect(amutex_held(&m));
+	amutex_assert_held(&m);
+	amutex_unlock(&m);
+	cr_expect_not(amutex_held(&m));
+	cr_assert(amutex_trylock(&m));
+	amutex_assert_held(&m);
+	amutex_unlock(&m);
+}
+
+Test(amutex_debug, assert_held_on_a_free_mutex_aborts, .signal = SIGABRT)
+{
+	struct amutex m = { 0 };
+
+	amutex_assert_held(&m);
+}
+
+Test(amutex_debug, assert_held_by_another_thread_aborts, .signal = SIGABRT)
+{
+	static struct amutex m;
+	pthread_t t;
+
+	amutex_lock(&m);
+	cr_assert_eq(pthread_create(&t, NULL, assert_held_here, &m), 0);
+	pthread_join(t, NULL);
+}
+
+Test(amutex_debug, assert_not_held_by_the_holder_aborts, .signal = SIGABRT)
+{
+	struct amutex m = { 0 };
+
+	amutex_lock(&m);
+	amutex_assert_not_held(&m);
 }

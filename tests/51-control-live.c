@@ -546,7 +546,17 @@ Test(live, counters_move_by_exactly_the_calls_made)
 	cr_expect_eq(r->set->sems[1]->ncnt, 1, "the grandchild waits for semaphore 1");
 	cr_expect_eq(r->set->sems[1]->nwaits, 1);
 	ctl_reply_free(r);
-	r = get_stats(true);
+	/*
+	 * The engine parks the call (ncnt above) before its worker counts it as parked: wait for
+	 * the count too (the debug build's random yields open that window wide).
+	 */
+	for (int64_t end = now_ms() + 5000;;) {
+		r = get_stats(true);
+		if (r->stats->parked == 1 || now_ms() > end)
+			break;
+		ctl_reply_free(r);
+		usleep(2000);
+	}
 	s = r->stats;
 	cr_expect_eq(s->calls->semop, 3);
 	cr_expect_eq(s->parked, 1);

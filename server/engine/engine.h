@@ -7,6 +7,11 @@
  *   ns->ids_lock  >  set->lock  >  sem->lock  >  proc->lock
  * RCU read-side sections may enclose any of them. No engine lock is held when an engine call
  * returns, and none is held while a caller's memory is read or written.
+ *
+ * Each function with a calling rule writes it in its comment ("caller holds the set lock in
+ * complex mode", "call under rcu_read_lock") and checks it on entry with SV_ASSERT() and the
+ * helpers of lock.h, xpthread.h and rcu.h; the checks exist in the debug build only (make
+ * DEBUG=1), which also yields the CPU at random at the SV_DEBUG_YIELD() points.
  */
 #ifndef SV_ENGINE_H
 #define SV_ENGINE_H
@@ -17,13 +22,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <urcu.h>
+#include <urcu.h> /* first: the other urcu headers need its flavour (see lock/rcu.h) */
 #include <urcu/list.h>
 #include <urcu/rculfhash.h>
 #include <urcu/rculist.h>
 
 #include "engine/sem.h"
 #include "lock/lock.h"
+#include "lock/rcu.h"
+#include "lock/xpthread.h"
+#include "util/debug.h"
 
 #define SV_RELAXED(p)	     atomic_load_explicit((p), memory_order_relaxed)
 #define SV_SET_RELAXED(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
@@ -36,15 +44,19 @@
 
 /* sem_lock() returns a semaphore number, or this when it took the whole set. */
 #define SV_LOCK_GLOBAL (-1)
+/* For assertions: the caller holds the set lock and the set is in complex mode (sem.c). */
+#define sv_set_locked_global(set)                                                                  \
+	(sv_lock_held(&(set)->lock) && SV_RELAXED(&(set)->use_global_lock) != 0)
 /* Simple ops stay on the set lock for this many global-lock sections after complex mode ends. */
 #define SV_GLOBAL_LOCK_HYSTERESIS 10
 
 /*
  * One semaphore. In simple mode (set->use_global_lock == 0) its lock protects all of it; in
  * complex mode the set lock does. Padded to whole cache lines (64 bytes with the adaptive
- * mutex), so that threads working on neighbouring semaphores never write the same line.
+ * mutex; 128 with a pthread mutex, or with the debug build's amutex, which records its owner),
+ * so that threads working on neighbouring semaphores never write the same line.
  */
-#ifdef SV_LOCK_PTHREAD
+#if defined(SV_LOCK_PTHREAD) || defined(AMUTEX_DEBUG)
 #define SV_SEM_SIZE 128
 #else
 #define SV_SEM_SIZE 64
@@ -222,18 +234,22 @@ int sv_committing(const struct sv_caller *c);
  * to it is done, err, or -EINVAL if that change removed it. Caller is in RCU, holds no lock.
  */
 int sv_settle(struct sv_set *set, int err);
-/* caller holds the set lock in complex mode */
+/* caller holds the lock(s) covering sops: the set lock in complex mode when sops is NULL */
 void sv_do_smart_update(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops,
 			bool otime, struct sv_wakeq *wq);
+/* caller holds the set lock in complex mode */
 int sv_count_semcnt(struct sv_set *set, int semnum, bool count_zero);
 void sv_set_otime(struct sv_set *set);
-/* Remove a set: waiters get EIDRM through wq. Caller holds ids_lock and the set lock (global). */
+/*
+ * Remove a set: waiters get EIDRM through wq. Caller holds ids_lock and the set lock (global),
+ * and is in RCU.
+ */
 void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq);
 
 /* ---- undo.c ---- */
 /* The caller's undo entry for semid, allocated if needed; under RCU read lock. ERR: NULL + *err */
 struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *err);
-/* caller holds the set lock (global) */
+/* caller holds the set lock (global) and is in RCU */
 void sv_undo_unlink_all(struct sv_set *set);
 /* The caller's entry for semid if it has one (no allocation); under RCU. */
 struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid);

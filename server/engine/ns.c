@@ -98,7 +98,7 @@ struct sv_ns *sv_ns_new(const struct sv_limits *lim)
 	}
 	ns->by_id = cds_lfht_new(64, 64, 0, flags, NULL);
 	ns->by_key = cds_lfht_new(64, 64, 0, flags, NULL);
-	if (!ns->by_id || !ns->by_key || pthread_mutex_init(&ns->ids_lock, NULL)) {
+	if (!ns->by_id || !ns->by_key) {
 		if (ns->by_id)
 			cds_lfht_destroy(ns->by_id, NULL);
 		if (ns->by_key)
@@ -106,6 +106,7 @@ struct sv_ns *sv_ns_new(const struct sv_limits *lim)
 		free(ns);
 		return NULL;
 	}
+	xmutex_init(&ns->ids_lock);
 	ns->semmsl = lim->semmsl;
 	ns->semmns = lim->semmns;
 	ns->semopm = lim->semopm;
@@ -133,8 +134,7 @@ void sv_ns_shutdown(struct sv_ns *ns, struct sv_wakeq *wq)
 	 * reference dropped here frees the set only after that. (Restarting from the first node
 	 * after every removal would walk the emptied buckets again each time: quadratic.)
 	 */
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	rcu_read_lock();
 	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node) {
 		sv_sem_lock(set, NULL, 0);
@@ -143,8 +143,7 @@ void sv_ns_shutdown(struct sv_ns *ns, struct sv_wakeq *wq)
 		sv_set_put(set);
 	}
 	rcu_read_unlock();
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 }
 
 static void ns_free(struct sv_ns *ns)
@@ -154,7 +153,7 @@ static void ns_free(struct sv_ns *ns)
 	/* Tables must be empty; destroying them may not happen inside a read-side section. */
 	if (cds_lfht_destroy(ns->by_id, NULL) || cds_lfht_destroy(ns->by_key, NULL))
 		abort();
-	pthread_mutex_destroy(&ns->ids_lock);
+	xmutex_destroy(&ns->ids_lock);
 	free(ns);
 }
 
@@ -203,22 +202,18 @@ int sv_ns_set_limits(struct sv_ns *ns, const struct sv_limits *lim)
 
 void sv_ns_set_next_id(struct sv_ns *ns, int id)
 {
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	ns->next_id = id < 0 ? -1 : id;
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 }
 
 int sv_ns_next_id(struct sv_ns *ns)
 {
 	int id;
 
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	id = ns->next_id;
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	return id;
 }
 
@@ -229,6 +224,7 @@ struct sv_set *sv_set_lookup(struct sv_ns *ns, int id)
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;
 
+	sv_rcu_assert_reader();
 	cds_lfht_lookup(ns->by_id, hash_u32((uint32_t)id), match_id, &id, &iter);
 	node = cds_lfht_iter_get_node(&iter);
 	return node ? caa_container_of(node, struct sv_set, id_node) : NULL;
@@ -239,6 +235,7 @@ static struct sv_set *set_lookup_key(struct sv_ns *ns, int32_t key)
 	struct cds_lfht_iter iter;
 	struct cds_lfht_node *node;
 
+	sv_rcu_assert_reader();
 	cds_lfht_lookup(ns->by_key, hash_u32((uint32_t)key), match_key, &key, &iter);
 	node = cds_lfht_iter_get_node(&iter);
 	return node ? caa_container_of(node, struct sv_set, key_node) : NULL;
@@ -249,6 +246,7 @@ static struct sv_set *set_lookup_index(struct sv_ns *ns, int idx)
 {
 	struct sv_set *_Atomic *chunk;
 
+	sv_rcu_assert_reader();
 	/* acquire pairs with the release in slot_publish(): a chunk or set is seen whole */
 	idx %= SV_IPCMNI;
 	chunk = atomic_load_explicit(&ns->slots[idx / SV_SLOT_CHUNK], memory_order_acquire);
@@ -346,6 +344,8 @@ static int ids_add(struct sv_ns *ns, struct sv_set *set)
 	int limit = SV_RELAXED(&ns->semmni);
 	int idx, seq;
 
+	xassert_held(&ns->ids_lock);
+	sv_rcu_assert_reader();
 	if (limit > SV_IPCMNI)
 		limit = SV_IPCMNI;
 	if (ns->in_use >= limit)
@@ -394,6 +394,9 @@ void sv_set_unlink(struct sv_ns *ns, struct sv_set *set)
 {
 	int idx = set->id % SV_IPCMNI;
 
+	xassert_held(&ns->ids_lock);
+	SV_ASSERT(sv_set_locked_global(set));
+	sv_rcu_assert_reader();
 	if (cds_lfht_del(ns->by_id, &set->id_node))
 		abort();
 	if (set->key != SV_IPC_PRIVATE && cds_lfht_del(ns->by_key, &set->key_node))
@@ -442,6 +445,8 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 	struct sv_set *set;
 	int err;
 
+	xassert_held(&ns->ids_lock);
+	sv_rcu_assert_reader();
 	if (!nsems)
 		return -EINVAL;
 	if ((long long)ns->used_sems + nsems > SV_RELAXED(&ns->semmns))
@@ -490,8 +495,7 @@ long sv_semget(const struct sv_caller *c, int32_t key, int nsems, int semflg)
 	if (nsems < 0 || nsems > SV_RELAXED(&ns->semmsl))
 		return -EINVAL;
 
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	rcu_read_lock();
 	if (key == SV_IPC_PRIVATE) {
 		ret = newary(c, key, nsems, semflg);
@@ -507,8 +511,7 @@ long sv_semget(const struct sv_caller *c, int32_t key, int nsems, int semflg)
 		ret = set->id;
 	}
 	rcu_read_unlock();
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	return ret;
 }
 
@@ -517,12 +520,10 @@ long sv_semget(const struct sv_caller *c, int32_t key, int nsems, int semflg)
 void sv_ns_info(struct sv_ns *ns, struct sv_ns_info *out)
 {
 	sv_ns_limits(ns, &out->limits);
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	out->nsets = ns->in_use;
 	out->nsems = ns->used_sems;
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	out->nwaiters = SV_RELAXED(&ns->nwaiters);
 }
 
@@ -572,6 +573,7 @@ int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv
 		rcu_read_unlock();
 		return -EINVAL;
 	}
+	SV_DEBUG_YIELD(); /* a removal may get there first: the lock must find it deleted */
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -604,8 +606,7 @@ int sv_ns_remove_set(struct sv_ns *ns, int id, struct sv_wakeq *wq)
 	struct sv_set *set;
 	int ret = -EINVAL;
 
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	rcu_read_lock();
 	set = sv_set_lookup(ns, id);
 	if (set) {
@@ -615,8 +616,7 @@ int sv_ns_remove_set(struct sv_ns *ns, int id, struct sv_wakeq *wq)
 		ret = 0;
 	}
 	rcu_read_unlock();
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	if (set)
 		sv_set_put(set);
 	return ret;

@@ -49,6 +49,14 @@
  *   dropping each sem->lock; the unlock releases that store to the next holder of the sem lock,
  *   whose acquire-load then sees complex mode.
  *
+ * Checks
+ * ------
+ * The rules above are written on each function ("caller holds set->lock") and checked on entry in
+ * the debug build (make DEBUG=1): sv_set_locked_global() for the set lock in complex mode,
+ * covers() for "the lock(s) covering sops", sv_rcu_assert_reader() for the lockless paths. The
+ * debug build also yields at random at SV_DEBUG_YIELD(): inside the two [SEM_BARRIER] windows,
+ * between a lockless lookup and the lock that confirms it, and while a lock is held.
+ *
  * Deviation from the kernel, on purpose: the kernel keeps an otime per semaphore and reports
  * their maximum; only the maximum is observable, so the set keeps that maximum directly.
  */
@@ -134,6 +142,8 @@ int sv_settle(struct sv_set *set, int err)
 {
 	bool deleted;
 
+	sv_rcu_assert_reader();
+	sv_lock_assert_not_held(&set->lock);
 	if (err != -EACCES && err != -EINVAL && err != -EFBIG)
 		return err;
 	sv_lock(&set->lock);
@@ -143,8 +153,9 @@ int sv_settle(struct sv_set *set, int err)
 }
 
 /*
- * ipcperms(): 0 if granted, -EACCES, or -errno from cred_need(). Lockless, under RCU: an IPC_SET
- * racing with this check is as benign here as in the kernel. The groups are looked at only when
+ * ipcperms(): 0 if granted, -EACCES, or -errno from cred_need(). Lockless, under RCU and not
+ * under the set lock (cred_fill may read /proc): an IPC_SET racing with this check is as benign
+ * here as in the kernel. The groups are looked at only when
  * the class they decide (group or other) grants differently, the capabilities only when the
  * mode denies.
  */
@@ -154,6 +165,8 @@ int sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag)
 	int requested = (flag >> 6) | (flag >> 3) | flag;
 	int granted = (int)SV_RELAXED(&set->mode), in;
 
+	sv_rcu_assert_reader();
+	sv_lock_assert_not_held(&set->lock);
 	if (cr->euid == SV_RELAXED(&set->cuid) || cr->euid == SV_RELAXED(&set->uid)) {
 		granted >>= 6;
 	} else if (((granted >> 3) ^ granted) & requested & 0007) {
@@ -170,12 +183,17 @@ int sv_ipcperms(const struct sv_caller *c, const struct sv_set *set, int flag)
 	return cr->cap_ipc_owner ? 0 : -EACCES;
 }
 
-/* Owner, creator, or CAP_SYS_ADMIN (IPC_SET, IPC_RMID): 0, -EPERM, or -errno (cred_need()). */
+/*
+ * Owner, creator, or CAP_SYS_ADMIN (IPC_SET, IPC_RMID): 0, -EPERM, or -errno (cred_need()).
+ * Under RCU and not under the set lock, as sv_ipcperms().
+ */
 int sv_is_owner(const struct sv_caller *c, const struct sv_set *set)
 {
 	uint32_t euid = c->cred->euid;
 	int rc;
 
+	sv_rcu_assert_reader();
+	sv_lock_assert_not_held(&set->lock);
 	if (euid == SV_RELAXED(&set->cuid) || euid == SV_RELAXED(&set->uid))
 		return 0;
 	if ((rc = cred_need(c, SV_CRED_CAPS)))
@@ -223,12 +241,14 @@ static void lock_sem(struct sv_sem *sem)
 /* caller holds set->lock */
 static void complexmode_enter(struct sv_set *set)
 {
+	sv_lock_assert_held(&set->lock);
 	if (SV_RELAXED(&set->use_global_lock)) {
 		/* already in complex mode: just restart the hysteresis count */
 		SV_SET_RELAXED(&set->use_global_lock, SV_GLOBAL_LOCK_HYSTERESIS);
 		return;
 	}
 	SV_SET_RELAXED(&set->use_global_lock, SV_GLOBAL_LOCK_HYSTERESIS);
+	SV_DEBUG_YIELD(); /* simple ops racing with the switch: some still in flight, some not */
 	/* [SEM_BARRIER_2]: wait out simple ops in flight; later ones will see the flag */
 	for (int i = 0; i < set->nsems; i++) {
 		lock_sem(&sv_sems(set)[i]);
@@ -244,6 +264,7 @@ static void complexmode_tryleave(struct sv_set *set)
 #else
 	int v;
 
+	sv_lock_assert_held(&set->lock);
 	if (set->complex_count)
 		return; /* complex waiters are parked: simple ops must see the set's lists */
 	v = SV_RELAXED(&set->use_global_lock);
@@ -262,6 +283,7 @@ static void complexmode_tryleave(struct sv_set *set)
  */
 int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops)
 {
+	SV_ASSERT(sv_rcu_reader() || SV_RELAXED(&set->refcount) > 0);
 #ifndef SV_FORCE_GLOBAL_LOCK
 	if (nsops == 1) {
 		int semnum = sops->sem_num;
@@ -269,12 +291,14 @@ int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int n
 
 		if (!SV_RELAXED(&set->use_global_lock)) {
 			lock_sem(sem);
+			SV_DEBUG_YIELD(); /* a complex op may switch modes right now */
 			/* [SEM_BARRIER_1] */
 			if (!atomic_load_explicit(&set->use_global_lock, memory_order_acquire))
 				return semnum;
 			sv_unlock(&sem->lock);
 		}
 		lock_set(set);
+		SV_DEBUG_YIELD();
 		/* Complex mode ended while we waited: we may take the semaphore after all. */
 		if (!SV_RELAXED(&set->use_global_lock)) {
 			lock_sem(sem);
@@ -293,11 +317,12 @@ int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int n
 	return SV_LOCK_GLOBAL;
 }
 
-/* caller holds set->lock: simple decrement waiters go back to their semaphores */
+/* caller holds set->lock (complex mode): simple decrement waiters go back to their semaphores */
 static void unmerge_queues(struct sv_set *set)
 {
 	struct sv_waiter *w, *tmp;
 
+	SV_ASSERT(sv_set_locked_global(set));
 	if (set->complex_count)
 		return;
 	cds_list_for_each_entry_safe(w, tmp, &set->pending_alter, node) {
@@ -306,9 +331,13 @@ static void unmerge_queues(struct sv_set *set)
 	}
 }
 
-/* caller holds set->lock: the first complex waiter arrives, collect the simple ones */
+/*
+ * caller holds set->lock (complex mode): the first complex waiter arrives, collect the simple
+ * ones
+ */
 static void merge_queues(struct sv_set *set)
 {
+	SV_ASSERT(sv_set_locked_global(set));
 	/* As the kernel's list_splice_init(): each semaphore's list goes to the front. */
 	for (int i = 0; i < set->nsems; i++) {
 		struct cds_list_head *l = &sv_sems(set)[i].pending_alter;
@@ -322,6 +351,7 @@ static void merge_queues(struct sv_set *set)
 
 void sv_sem_unlock(struct sv_set *set, int locknum)
 {
+	SV_DEBUG_YIELD(); /* others pile up on the lock held: contention, and mode switches */
 	if (locknum == SV_LOCK_GLOBAL) {
 		unmerge_queues(set);
 		complexmode_tryleave(set);
@@ -347,6 +377,27 @@ void sv_set_otime(struct sv_set *set)
 /* ---- the operation itself ---- */
 
 /*
+ * For assertions: does the caller hold what protects the semaphores of sops (every semaphore when
+ * sops is NULL)? The set lock in complex mode covers them all; in simple mode each semaphore's
+ * own lock covers it. Debug builds only; release builds get a stand-in that type-checks.
+ */
+#ifdef SV_DEBUG
+static bool covers(const struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops)
+{
+	if (sv_set_locked_global(set))
+		return true;
+	if (!sops)
+		return false;
+	for (unsigned int i = 0; i < nsops; i++)
+		if (!sv_lock_held(&sv_sems(set)[sops[i].sem_num].lock))
+			return false;
+	return true;
+}
+#else
+#define covers(set, sops, nsops) ((void)(set), (void)(sops), (void)(nsops), true)
+#endif
+
+/*
  * Apply sops in order, all or nothing. Returns 0 (applied), 1 (must wait: *blocking is the sop
  * that cannot proceed), -EAGAIN (that sop has IPC_NOWAIT) or -ERANGE. On success every named
  * semaphore's sempid becomes pid; oldpid (if given) keeps what it was, for rollback.
@@ -359,6 +410,7 @@ static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops
 	unsigned int i;
 	int result;
 
+	SV_ASSERT(covers(set, sops, nsops));
 	for (i = 0; i < nsops; i++) {
 		const struct sv_sembuf *sop = &sops[i];
 		struct sv_sem *sem = &sv_sems(set)[sop->sem_num];
@@ -446,6 +498,7 @@ struct sv_waiter *sv_wakeq_pop(struct sv_wakeq *q)
 /* caller holds the lock of the list w is on */
 static void unlink_queue(struct sv_set *set, struct sv_waiter *w)
 {
+	SV_ASSERT(covers(set, w->sops, w->nsops));
 	cds_list_del(&w->node);
 	if (w->nsops > 1)
 		set->complex_count--;
@@ -455,6 +508,8 @@ static void unlink_queue(struct sv_set *set, struct sv_waiter *w)
 /* caller holds the lock of the list w was on; w is already unlinked */
 static void complete(struct sv_waiter *w, int status, struct sv_wakeq *wq)
 {
+	SV_ASSERT(covers(w->set, w->sops, w->nsops));
+	SV_DEBUG_YIELD(); /* a wake-up decided, not yet handed out: cancels and exits race it */
 	w->status = status;
 	w->applied = status == 0;
 	w->state = SV_W_DONE;
@@ -586,6 +641,7 @@ again:
 void sv_do_smart_update(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops,
 			bool otime, struct sv_wakeq *wq)
 {
+	SV_ASSERT(covers(set, sops, nsops));
 	otime |= do_smart_wakeup_zero(set, sops, nsops, wq);
 
 	if (!cds_list_empty(&set->pending_alter)) {
@@ -607,12 +663,16 @@ void sv_do_smart_update(struct sv_set *set, const struct sv_sembuf *sops, unsign
 		sv_set_otime(set);
 }
 
-/* GETNCNT/GETZCNT: waiters whose blocking sop is a decrement / wait-for-zero of semnum. */
+/*
+ * GETNCNT/GETZCNT: waiters whose blocking sop is a decrement / wait-for-zero of semnum. Caller
+ * holds the set lock in complex mode.
+ */
 int sv_count_semcnt(struct sv_set *set, int semnum, bool count_zero)
 {
 	struct sv_waiter *w;
 	int n = 0;
 
+	SV_ASSERT(sv_set_locked_global(set));
 	/* every waiter on a semaphore's own lists waits for exactly that semaphore */
 	if (count_zero) {
 		cds_list_for_each_entry(w, &sv_sems(set)[semnum].pending_const, node)
@@ -643,6 +703,9 @@ void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq)
 {
 	struct sv_waiter *w, *tmp;
 
+	xassert_held(&ns->ids_lock);
+	SV_ASSERT(sv_set_locked_global(set));
+	sv_rcu_assert_reader();
 	sv_undo_unlink_all(set);
 
 	cds_list_for_each_entry_safe(w, tmp, &set->pending_const, node) {
@@ -704,6 +767,7 @@ static struct sv_waiter *waiter_new(struct sv_set *set, const struct sv_caller *
 /* caller holds the lock for w's sops */
 static void enqueue(struct sv_set *set, struct sv_waiter *w)
 {
+	SV_ASSERT(covers(set, w->sops, w->nsops));
 	if (w->nsops == 1) {
 		struct sv_sem *sem = &sv_sems(set)[w->sops[0].sem_num];
 
@@ -777,6 +841,7 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 			err = uerr;
 			goto out_rcu;
 		}
+		SV_DEBUG_YIELD(); /* IPC_RMID may unlink the entry before the lock re-checks it */
 	}
 	set = sv_set_lookup(c->ns, semid);
 	if (!set) {
@@ -793,6 +858,7 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 		goto out_rcu;
 	}
 
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	locknum = sv_sem_lock(set, sops, nsops);
 	/*
 	 * Removed since the lookup; or the undo entry belongs to a removed set whose id a new set
@@ -859,9 +925,10 @@ void *sv_waiter_cookie(const struct sv_waiter *w)
 int sv_waiter_cancel(struct sv_waiter *w)
 {
 	struct sv_set *set = w->set;
-	int locknum = sv_sem_lock(set, w->sops, w->nsops);
-	int ret = -EALREADY;
+	int locknum, ret = -EALREADY;
 
+	SV_DEBUG_YIELD(); /* a wake-up pass may complete w first */
+	locknum = sv_sem_lock(set, w->sops, w->nsops);
 	if (w->state == SV_W_PARKED) {
 		unlink_queue(set, w);
 		w->state = SV_W_CANCELLED;
@@ -883,6 +950,7 @@ static bool unapply_sop(struct sv_set *set, const struct sv_sembuf *sop, struct 
 	struct sv_sem *sem = &sv_sems(set)[sop->sem_num];
 	int val = sem->semval - sop->sem_op;
 
+	SV_ASSERT(covers(set, sop, 1));
 	if (sop->sem_flg & SV_SEM_UNDO) {
 		int adj;
 
@@ -911,6 +979,7 @@ static int unapply(struct sv_set *set, const struct sv_sembuf *sops, unsigned in
 	struct sv_sembuf fast[SEMOPM_FAST] = { { 0 } }, *inv = fast;
 	unsigned int i;
 
+	SV_ASSERT(covers(set, sops, n));
 	for (i = n; i-- > 0;) {
 		if (!unapply_sop(set, &sops[i], un, undo_live)) {
 			/* Re-apply what we undid: the operation stays done. */
@@ -953,6 +1022,7 @@ int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq)
 
 	if (!w->applied)
 		return 0;
+	SV_DEBUG_YIELD(); /* the values may move, or the set go, before the undo */
 	locknum = sv_sem_lock(set, w->sops, w->nsops);
 	if (set->deleted)
 		goto out; /* its values went with the set */
@@ -987,6 +1057,7 @@ int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf
 		goto out_rcu; /* removed: its values went with it */
 	if (undos)
 		un = sv_undo_lookup(c, semid);
+	SV_DEBUG_YIELD();
 	locknum = sv_sem_lock(set, sops, nsops);
 	if (!set->deleted)
 		ret = unapply(set, sops, nsops, un, wq);

@@ -69,8 +69,7 @@ static long semctl_info(const struct sv_caller *c, int cmd, uint64_t arg)
 	si.semmnu = SV_SEMMNS;
 	si.semmap = SV_SEMMNS;
 	si.semume = SV_SEMUME;
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	if (cmd == SV_SEM_INFO) {
 		si.semusz = ns->in_use;
 		si.semaem = ns->used_sems;
@@ -85,8 +84,7 @@ static long semctl_info(const struct sv_caller *c, int cmd, uint64_t arg)
 		max_idx = SV_IPCMNI - 1;
 	else
 		max_idx = ns->max_idx;
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	if (sv_copy_out(c, arg, &si, sizeof(si)))
 		return -EFAULT;
 	return max_idx < 0 ? 0 : max_idx;
@@ -110,6 +108,7 @@ static long semctl_stat(const struct sv_caller *c, int semid, int cmd, uint64_t 
 		rcu_read_unlock();
 		return ret;
 	}
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	/* The perm lock alone, as the kernel: no need to stop simple operations. */
 	sv_lock(&set->lock);
 	if (set->deleted) {
@@ -161,6 +160,7 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 		rcu_read_unlock();
 		return err;
 	}
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted || (err = sv_committing(c))) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -178,12 +178,14 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 	return 0;
 }
 
+/* Called under RCU, which it ends. */
 static long semctl_getall(const struct sv_caller *c, struct sv_set *set, uint64_t arg)
 {
 	int nsems = set->nsems;
 	uint16_t *vals = malloc((size_t)nsems * sizeof(*vals));
 	long ret = 0;
 
+	sv_rcu_assert_reader();
 	if (!vals) {
 		rcu_read_unlock();
 		return -ENOMEM;
@@ -203,6 +205,7 @@ static long semctl_getall(const struct sv_caller *c, struct sv_set *set, uint64_
 	return ret;
 }
 
+/* Called under RCU, which it ends. */
 static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_t arg,
 			  struct sv_wakeq *wq)
 {
@@ -211,6 +214,7 @@ static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_
 	struct sv_undo *un;
 	long ret = 0;
 
+	sv_rcu_assert_reader();
 	/* Hold the set across the copy, which may take a while: no RCU section around it. */
 	sv_set_get(set);
 	rcu_read_unlock();
@@ -323,8 +327,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 	struct sv_set *set;
 	long ret = 0;
 
-	if (pthread_mutex_lock(&ns->ids_lock))
-		abort();
+	xlock(&ns->ids_lock);
 	rcu_read_lock();
 	set = sv_set_lookup(ns, semid);
 	if (!set) {
@@ -342,8 +345,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 		sv_freeary(ns, set, wq);
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
 		rcu_read_unlock();
-		if (pthread_mutex_unlock(&ns->ids_lock))
-			abort();
+		xunlock(&ns->ids_lock);
 		sv_set_put(set); /* the tables' reference */
 		return 0;
 	}
@@ -366,8 +368,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 out:
 	rcu_read_unlock();
-	if (pthread_mutex_unlock(&ns->ids_lock))
-		abort();
+	xunlock(&ns->ids_lock);
 	return ret;
 }
 

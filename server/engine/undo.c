@@ -31,10 +31,7 @@ struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid)
 
 	if (!p)
 		return NULL;
-	if (pthread_mutex_init(&p->lock, NULL)) {
-		free(p);
-		return NULL;
-	}
+	xmutex_init(&p->lock);
 	CDS_INIT_LIST_HEAD(&p->undos);
 	sv_ns_get(ns);
 	p->ns = ns;
@@ -61,7 +58,7 @@ static void proc_free_rcu(struct rcu_head *head)
 	/* Only exited entries are left: live ones would still be on a set's list. */
 	cds_list_for_each_entry_safe(un, tmp, &p->undos, proc_node)
 		free(un);
-	pthread_mutex_destroy(&p->lock);
+	xmutex_destroy(&p->lock);
 	free(p);
 }
 
@@ -92,6 +89,7 @@ static struct sv_undo *lookup_undo(struct sv_proc *p, int semid)
 {
 	struct sv_undo *un;
 
+	SV_ASSERT(xmutex_held(&p->lock) || sv_rcu_reader());
 	cds_list_for_each_entry_rcu(un, &p->undos, proc_node)
 	{
 		if (un->semid == semid)
@@ -100,17 +98,17 @@ static struct sv_undo *lookup_undo(struct sv_proc *p, int semid)
 	return NULL;
 }
 
+/* under RCU: the entry returned stays valid until the read side ends */
 struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid)
 {
 	struct sv_undo *un;
 
+	sv_rcu_assert_reader();
 	if (!c->proc)
 		return NULL;
-	if (pthread_mutex_lock(&c->proc->lock))
-		abort();
+	xlock(&c->proc->lock);
 	un = lookup_undo(c->proc, semid);
-	if (pthread_mutex_unlock(&c->proc->lock))
-		abort();
+	xunlock(&c->proc->lock);
 	return un;
 }
 
@@ -124,18 +122,18 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 	struct sv_undo *un, *fresh;
 	struct sv_set *set;
 
+	sv_rcu_assert_reader();
 	if (!p) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (pthread_mutex_lock(&p->lock))
-		abort();
+	xlock(&p->lock);
 	un = lookup_undo(p, semid);
-	if (pthread_mutex_unlock(&p->lock))
-		abort();
+	xunlock(&p->lock);
 	if (un)
 		return un;
 
+	SV_DEBUG_YIELD(); /* another thread of the process may add the entry meanwhile */
 	set = sv_set_lookup(c->ns, semid);
 	if (!set) {
 		*err = -EINVAL;
@@ -147,6 +145,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		return NULL;
 	}
 
+	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -154,8 +153,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		*err = -EIDRM;
 		return NULL;
 	}
-	if (pthread_mutex_lock(&p->lock))
-		abort();
+	xlock(&p->lock);
 	/* Another thread of the process may have been quicker; or the process is gone. */
 	un = lookup_undo(p, semid);
 	if (!un && !atomic_load_explicit(&p->dead, memory_order_relaxed)) {
@@ -168,8 +166,7 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 		un = fresh;
 		fresh = NULL;
 	}
-	if (pthread_mutex_unlock(&p->lock))
-		abort();
+	xunlock(&p->lock);
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 	free(fresh);
 	if (!un)
@@ -187,17 +184,17 @@ void sv_undo_unlink_all(struct sv_set *set)
 {
 	struct sv_undo *un, *tmp;
 
+	SV_ASSERT(sv_set_locked_global(set));
+	sv_rcu_assert_reader();
 	cds_list_for_each_entry_safe(un, tmp, &set->undos, set_node) {
 		struct sv_proc *p = un->proc;
 
 		cds_list_del(&un->set_node);
 		atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
-		if (pthread_mutex_lock(&p->lock))
-			abort();
+		xlock(&p->lock);
 		un->semid = -1;
 		cds_list_del_rcu(&un->proc_node);
-		if (pthread_mutex_unlock(&p->lock))
-			abort();
+		xunlock(&p->lock);
 		call_rcu(&un->rcu, undo_free_rcu);
 	}
 }
@@ -207,6 +204,7 @@ static struct sv_undo *first_live(struct sv_proc *p)
 {
 	struct sv_undo *un;
 
+	xassert_held(&p->lock);
 	cds_list_for_each_entry(un, &p->undos, proc_node) {
 		if (un->semid != -1)
 			return un;
@@ -218,32 +216,29 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 {
 	struct sv_undo *un;
 
-	if (pthread_mutex_lock(&p->lock))
-		abort();
+	xlock(&p->lock);
 	/* Pairs with the acquire in sem.c's orphaned(): from here on its waiters are dropped. */
 	if (atomic_exchange_explicit(&p->dead, true, memory_order_seq_cst)) {
-		pthread_mutex_unlock(&p->lock);
+		xunlock(&p->lock);
 		return;
 	}
-	if (pthread_mutex_unlock(&p->lock))
-		abort();
+	xunlock(&p->lock);
 
 	for (;;) {
 		struct sv_set *set;
 		int semid;
 
 		rcu_read_lock();
-		if (pthread_mutex_lock(&p->lock))
-			abort();
+		xlock(&p->lock);
 		un = first_live(p);
 		semid = un ? un->semid : -1;
-		if (pthread_mutex_unlock(&p->lock))
-			abort();
+		xunlock(&p->lock);
 		if (!un) {
 			rcu_read_unlock();
 			break;
 		}
 
+		SV_DEBUG_YIELD(); /* the entry was seen under p->lock only: IPC_RMID may take it */
 		set = sv_set_lookup(p->ns, semid);
 		if (!set) {
 			/* IPC_RMID got there first and is unlinking the entry: look again. */
@@ -256,16 +251,14 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 			rcu_read_unlock();
 			continue;
 		}
-		if (pthread_mutex_lock(&p->lock))
-			abort();
+		xlock(&p->lock);
 		un = lookup_undo(p, semid);
 		if (un) {
 			cds_list_del(&un->set_node);
 			atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
 			un->semid = -1;
 		}
-		if (pthread_mutex_unlock(&p->lock))
-			abort();
+		xunlock(&p->lock);
 		if (!un) {
 			/* removed, and a new set took the same id: nothing to do for it */
 			sv_sem_unlock(set, SV_LOCK_GLOBAL);

@@ -145,7 +145,8 @@
  * both sides RMWs on the same word (R2, R3), which are totally ordered.
  *
  * Debug build (-DAMUTEX_DEBUG): the mutex records its owner; unlock by another thread, or
- * lock of a mutex the caller already holds, aborts; the queue paths yield the CPU at random
+ * lock of a mutex the caller already holds, aborts; amutex_held() and amutex_assert_held() let
+ * callers check their own locking rules; the queue paths yield the CPU at random
  * (amutex_debug_set_yield()) to widen every race window.
  */
 #include "lock/amutex.h"
@@ -161,6 +162,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "lock/xpthread.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -328,6 +331,27 @@ static void debug_before_unlock(struct amutex *m)
 		die("unlock by a thread that does not hold the mutex");
 	atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
 }
+
+/*
+ * Only the holder writes its own id into @owner, and clears it before it releases: the answer
+ * is exact for the calling thread, whatever other threads do with the mutex meanwhile.
+ */
+bool amutex_held(const struct amutex *m)
+{
+	return atomic_load_explicit(&m->owner, memory_order_relaxed) == debug_self();
+}
+
+void amutex_assert_held(const struct amutex *m)
+{
+	if (!amutex_held(m))
+		die("rule broken: the caller must hold this mutex");
+}
+
+void amutex_assert_not_held(const struct amutex *m)
+{
+	if (amutex_held(m))
+		die("rule broken: the caller must not hold this mutex");
+}
 #else
 #define DEBUG_YIELD()                                                                              \
 	do {                                                                                       \
@@ -402,14 +426,12 @@ static void reg_release(void *arg)
 
 	/* A later amutex call from another destructor re-registers (pthread repeats destructors). */
 	tls_node = NULL;
-	if (pthread_mutex_lock(&reg.lock))
-		die("registry lock");
+	xlock(&reg.lock);
 	n->free_next = reg.free_head;
 	reg.free_head = n->idx1;
 	atomic_store_explicit(&reg.live, atomic_load_explicit(&reg.live, memory_order_relaxed) - 1,
 			      memory_order_relaxed);
-	if (pthread_mutex_unlock(&reg.lock))
-		die("registry unlock");
+	xunlock(&reg.lock);
 }
 
 static void reg_init(void)
@@ -433,6 +455,7 @@ static struct amutex_node *reg_new_node(void)
 	uint32_t c = i >> NODE_CHUNK_SHIFT;
 	struct amutex_node *chunk;
 
+	xassert_held(&reg.lock);
 	if (c >= NODE_MAX_CHUNKS)
 		return NULL;
 	chunk = atomic_load_explicit(&node_chunks[c], memory_order_relaxed);
@@ -459,8 +482,7 @@ static struct amutex_node *node_register(void)
 
 	if (pthread_once(&reg_once, reg_init))
 		die("pthread_once failed");
-	if (pthread_mutex_lock(&reg.lock))
-		die("registry lock");
+	xlock(&reg.lock);
 	if (reg.free_head) {
 		n = node_at(reg.free_head);
 		reg.free_head = n->free_next;
@@ -471,8 +493,7 @@ static struct amutex_node *node_register(void)
 		atomic_store_explicit(&reg.live,
 				      atomic_load_explicit(&reg.live, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
-	if (pthread_mutex_unlock(&reg.lock))
-		die("registry unlock");
+	xunlock(&reg.lock);
 
 	if (n && pthread_setspecific(reg_key, n)) {
 		/* Cannot learn of this thread's exit: give the node back at once. */

@@ -72,6 +72,31 @@ bool amutex_trylock(struct amutex *m);
 void amutex_unlock(struct amutex *m);
 
 /*
+ * Does the calling thread hold @m? Defined in debug builds only, for assertions (other builds
+ * record no owner and cannot tell): a call outside an assertion fails to link there.
+ */
+bool amutex_held(const struct amutex *m);
+
+/*
+ * Debug builds: abort unless the calling thread holds @m, or unless it does not. They check a
+ * rule written as "caller holds m" where it applies. Other builds: nothing at all.
+ */
+#ifdef AMUTEX_DEBUG
+void amutex_assert_held(const struct amutex *m);
+void amutex_assert_not_held(const struct amutex *m);
+#else
+static inline void amutex_assert_held(const struct amutex *m)
+{
+	(void)m;
+}
+
+static inline void amutex_assert_not_held(const struct amutex *m)
+{
+	(void)m;
+}
+#endif
+
+/*
  * Contention counters, summed over every thread that ever used an amutex (threads keep their own
  * counters; a thread that exits leaves them to the next thread that reuses its queue node, so
  * nothing is lost). Reading is racy per counter but every counter only grows.

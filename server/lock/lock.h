@@ -2,10 +2,11 @@
 /*
  * The lock the engine uses for semaphore sets and single semaphores.
  *
- * The engine only ever calls the five functions below, so the lock underneath can change without
- * touching it. The default is the adaptive mutex of amutex.h (spin in a cancelable MCS queue while
- * spinning pays, then sleep on a futex). Building with LOCK=pthread (-DSV_LOCK_PTHREAD) puts a
- * plain pthread_mutex underneath instead, for comparison in bench/.
+ * The engine only ever calls the five functions below and the debug build's assertions, so the
+ * lock underneath can change without touching it. The default is the adaptive mutex of amutex.h
+ * (spin in a cancelable MCS queue while spinning pays, then sleep on a futex). Building with
+ * LOCK=pthread (-DSV_LOCK_PTHREAD) puts a plain pthread_mutex underneath instead, for comparison
+ * in bench/, through the checked wrappers of xpthread.h.
  *
  * sv_lock() reports how the lock was obtained so the engine can count contention per set and per
  * semaphore without a second look at the lock.
@@ -15,6 +16,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "util/debug.h"
 
 enum sv_lock_how {
 	SV_LOCK_FAST = 0, /* free at the first attempt */
@@ -36,8 +39,7 @@ struct sv_lock_stats {
 };
 
 #ifdef SV_LOCK_PTHREAD
-#include <pthread.h>
-#include <stdlib.h>
+#include "lock/xpthread.h"
 
 typedef struct {
 	pthread_mutex_t m;
@@ -47,33 +49,30 @@ typedef struct {
 
 static inline void sv_lock_init(sv_lock_t *l)
 {
-	if (pthread_mutex_init(&l->m, NULL))
-		abort();
+	xmutex_init(&l->m);
 }
 
 static inline enum sv_lock_how sv_lock(sv_lock_t *l)
 {
-	if (pthread_mutex_trylock(&l->m) == 0)
+	if (xtrylock(&l->m))
 		return SV_LOCK_FAST;
-	if (pthread_mutex_lock(&l->m))
-		abort();
+	xlock(&l->m);
 	return SV_LOCK_SLEPT;
 }
 
 static inline bool sv_trylock(sv_lock_t *l)
 {
-	return pthread_mutex_trylock(&l->m) == 0;
+	return xtrylock(&l->m);
 }
 
 static inline void sv_unlock(sv_lock_t *l)
 {
-	if (pthread_mutex_unlock(&l->m))
-		abort();
+	xunlock(&l->m);
 }
 
 static inline void sv_lock_destroy(sv_lock_t *l)
 {
-	pthread_mutex_destroy(&l->m);
+	xmutex_destroy(&l->m);
 }
 
 /* pthread_mutex counts nothing: contention is counted per set and per semaphore only. */
@@ -82,12 +81,19 @@ static inline void sv_lock_stats_read(struct sv_lock_stats *out)
 	*out = (struct sv_lock_stats){ .name = SV_LOCK_NAME };
 }
 
+/* Debug builds: does the calling thread hold @l? For assertions only (see xmutex_held()). */
+#define sv_lock_held(l) xmutex_held(&(l)->m)
+
 #else
 #include "lock/amutex.h"
 
+#if defined(SV_DEBUG) && !defined(AMUTEX_DEBUG)
+#error "SV_DEBUG checks amutex owners: build with AMUTEX_DEBUG too (make DEBUG=1 sets both)"
+#endif
+
 typedef struct amutex sv_lock_t;
 
-#define SV_LOCK_NAME "amutex"
+#define SV_LOCK_NAME	"amutex"
 
 static inline void sv_lock_init(sv_lock_t *l)
 {
@@ -111,7 +117,7 @@ static inline void sv_unlock(sv_lock_t *l)
 
 static inline void sv_lock_destroy(sv_lock_t *l)
 {
-	(void)l;
+	amutex_assert_not_held(l);
 }
 
 static inline void sv_lock_stats_read(struct sv_lock_stats *out)
@@ -134,6 +140,16 @@ static inline void sv_lock_stats_read(struct sv_lock_stats *out)
 		.threads = st.threads,
 	};
 }
+
+/* Debug builds: does the calling thread hold @l? For assertions only (see amutex_held()). */
+#define sv_lock_held(l) amutex_held(l)
 #endif
+
+/*
+ * "Caller holds l" / "caller does not hold l", checked in debug builds (make DEBUG=1), where
+ * both lock kinds record their owner; nothing, not even the argument's evaluation, otherwise.
+ */
+#define sv_lock_assert_held(l)	   SV_ASSERT(sv_lock_held(l))
+#define sv_lock_assert_not_held(l) SV_ASSERT(!sv_lock_held(l))
 
 #endif /* SV_LOCK_H */
