@@ -14,6 +14,7 @@
 #include "notify/parked.h"
 #include "notify/stats.h"
 #include "notify/super.h"
+#include "util/debug.h"
 
 #define GHOSTS 4096
 
@@ -117,6 +118,7 @@ static void process_exited(struct nt_super *s, struct nt_process *p, struct sv_w
 		if (!nt_ref_get_not_zero(&t->refcount))
 			continue;
 		xunlock(&p->lock);
+		SV_DEBUG_YIELD(); /* the thread's own exit event may be handled meanwhile */
 		xlock(&t->lock);
 		if (t->parked)
 			nt_drop_parked(NULL, t, false);

@@ -16,6 +16,7 @@
 #include "notify/ident.h"
 #include "notify/listener.h"
 #include "notify/super.h"
+#include "util/debug.h"
 #include "util/fault.h"
 
 #define CAP_SYS_ADMIN_BIT 21
@@ -62,6 +63,8 @@ struct sv_proc *ident_svp(struct nt_ident *id, struct sv_wakeq *wq)
 	struct nt_process *p = id->thr->proc;
 	struct sv_proc *svp, *old = NULL;
 	struct nt_ns *old_ns = NULL;
+
+	xassert_held(&id->thr->lock);
 
 	xlock(&p->lock);
 	if (!p->svp || p->svp_ns != id->ns) {
@@ -138,6 +141,7 @@ struct nt_thread *ident_thread(struct nt_super *s, int32_t tid, int *err)
 	other = nt_thread_add(s, t, err);
 	if (other != t)
 		goto fail_fd_other;
+	SV_DEBUG_YIELD(); /* listed, not yet watched: a stale removal may find it so */
 	/* Watched only once listed: its exit event always finds it in the table (or gone from it). */
 	if (t->watched && (*err = nt_watch(s, &t->src))) {
 		bool orphan;
@@ -185,6 +189,8 @@ int ident_current(struct nt_thread *thr)
 {
 	struct tgt_status st;
 
+	xassert_held(&thr->lock);
+
 	if (thr->dead)
 		return -ESRCH;
 	if (thr->src.fd >= 0)
@@ -218,6 +224,8 @@ static void thread_enters(struct nt_ident *id, struct sv_wakeq *wq)
 	struct nt_thread *thr = id->thr;
 	struct nt_ns *old = thr->ns, *n = id->ns;
 
+	xassert_held(&thr->lock);
+
 	if (old == n) {
 		/* counted in already, by this record: the lookup's count goes back */
 		nsreg_leave(&id->s->reg, n, wq);
@@ -236,6 +244,8 @@ int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 {
 	bool keep = false, proven = false, entered = false;
 	int rc;
+
+	xassert_held(&thr->lock);
 
 	memset(id, 0, sizeof(*id));
 	id->s = s;
@@ -311,6 +321,7 @@ void ident_end(struct nt_ident *id)
 
 void ident_forget_ns(struct nt_thread *thr)
 {
+	xassert_held(&thr->lock);
 	thr->ns_kept = false;
 }
 

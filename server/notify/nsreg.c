@@ -142,6 +142,7 @@ static struct nt_ns *find_key(struct nsreg *r, uint64_t key)
 {
 	struct nt_ns *n;
 
+	xassert_held(&r->lock);
 	cds_list_for_each_entry(n, &r->namespaces, node)
 		if (n->kid.ino && key_of(&n->kid) == key)
 			return n;
@@ -155,6 +156,7 @@ static struct nt_ns *find_key(struct nsreg *r, uint64_t key)
 static struct nt_ns *list_or_take(struct nsreg *r, struct nt_ns *n, struct nt_ns *found, bool enter,
 				  struct nt_ns **drop)
 {
+	xassert_held(&r->lock);
 	*drop = NULL;
 	if (found) {
 		nt_ns_get(found);
@@ -205,6 +207,7 @@ static struct nt_ns *find_named(struct nsreg *r, const char *name)
 {
 	struct nt_ns *n;
 
+	xassert_held(&r->lock);
 	cds_list_for_each_entry(n, &r->namespaces, node)
 		if (!n->kid.ino && !strcmp(n->name, name))
 			return n;

@@ -14,6 +14,7 @@
 #include "notify/records.h"
 #include "notify/stats.h"
 #include "notify/super.h"
+#include "util/debug.h"
 #include "util/fault.h"
 
 #define SWEEP_BATCH 512 /* parked callers checked per sweep tick, at most */
@@ -78,6 +79,7 @@ static void timerfd_arm(struct nt_super *s)
 {
 	struct itimerspec its = { 0 };
 
+	xassert_held(&s->timers_lock);
 	if (s->ntimers) {
 		int64_t d = s->timers[0]->deadline_ns;
 
@@ -121,6 +123,7 @@ static bool heap_remove(struct nt_super *s, struct nt_req *r)
 {
 	int i = r->heap_idx;
 
+	xassert_held(&s->timers_lock);
 	if (i < 0)
 		return false;
 	r->heap_idx = -1;
@@ -156,6 +159,7 @@ int nt_park(struct nt_super *s, struct nt_req *r)
 {
 	struct nt_thread *thr = r->thr;
 
+	xassert_held(&thr->lock);
 	r->parked_ns = nt_now_ns();
 	thr->parked = r;
 	xlock(&s->parked_lock);
@@ -200,6 +204,7 @@ void nt_timers_expire(struct nt_worker *wk)
 		struct nt_thread *thr = r->thr;
 		bool mine = false;
 
+		SV_DEBUG_YIELD(); /* off the heap: a completion may come first */
 		xlock(&thr->lock);
 		if (thr->parked == r && sv_waiter_cancel(r->w) == 0) {
 			thr->parked = NULL;
@@ -231,6 +236,7 @@ bool nt_drop_parked(struct nt_worker *wk, struct nt_thread *thr, bool remember)
 	struct nt_req *r = thr->parked;
 	struct nt_super *s = r->l->super;
 
+	xassert_held(&thr->lock);
 	thr->parked = NULL;
 	if (remember)
 		nt_callsig_set(&thr->interrupted, r->nr, r->args, -EINTR);
@@ -260,6 +266,7 @@ void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 		 * lock: its next call (a restart) waits for all of that, so it can neither run
 		 * the call a second time nor consume what is being undone.
 		 */
+		SV_DEBUG_YIELD(); /* a restart of the call may take the thread's lock first */
 		xlock(&thr->lock);
 		if (thr->parked == r)
 			thr->parked = NULL;
@@ -329,6 +336,7 @@ void nt_sweep(struct nt_worker *wk)
 
 	for (int i = 0; i < n; i++) {
 		r = batch[i];
+		SV_DEBUG_YIELD(); /* its caller may call again before the check */
 		if (!nt_waits(r->l, r->id)) {
 			struct nt_thread *thr = r->thr;
 

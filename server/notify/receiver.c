@@ -53,6 +53,7 @@
 #include "notify/serve.h"
 #include "notify/stats.h"
 #include "notify/super.h"
+#include "util/debug.h"
 
 int nt_receive(struct nt_worker *wk, struct nt_listener *l, bool rearm)
 {
@@ -136,6 +137,7 @@ static void receiver_hand_back(struct nt_super *s, struct nt_listener *l)
 {
 	/* Before the re-arm: the worker must see a hang-up it reports as its own to handle. */
 	atomic_store(&l->received, false);
+	SV_DEBUG_YIELD(); /* the worker may handle a hang-up of l before the re-arm */
 	nt_rearm(s, &l->src);
 	nt_listener_put(l);
 }

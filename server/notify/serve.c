@@ -32,6 +32,7 @@
 #include "notify/serve.h"
 #include "notify/stats.h"
 #include "notify/super.h"
+#include "util/debug.h"
 #include "util/fault.h"
 
 #define X32_BIT	      0x40000000
@@ -227,6 +228,7 @@ static void answer_lost(struct nt_worker *wk, struct call_ctx *cx, int nr, const
 {
 	unsigned int nsops = (unsigned int)args[2];
 
+	xassert_held(&cx->thr->lock);
 	if ((nr == NR_SEMOP || nr == NR_SEMTIMEDOP) && val == 0 && nsops >= 1 &&
 	    nsops <= PREFETCH_SOPS &&
 	    sv_semop_revert(&cx->c, (int)args[0], cx->sops, nsops, wq) == 0) {
@@ -251,6 +253,7 @@ static bool undo_applies(const struct nt_thread *thr, bool unshare, uint64_t fla
 {
 	struct tgt_status st;
 
+	xassert_held(&thr->lock);
 	if (unshare) {
 		if (!(flags & (CLONE_SYSVSEM | CLONE_NEWIPC)))
 			return false;
@@ -286,6 +289,7 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
 	if (thr) {
 		bool gone, waits;
 
+		SV_DEBUG_YIELD(); /* its exit, or a stale removal, may come first */
 		xlock(&thr->lock);
 		gone = ident_current(thr) != 0;
 		applies =
@@ -342,6 +346,7 @@ static int begin_call(struct nt_worker *wk, struct nt_listener *l, const struct 
 		}
 		if (!thr)
 			return err;
+		SV_DEBUG_YIELD(); /* a deliverer or canceller of its parked call may come first */
 		xlock(&thr->lock);
 		memset(cx, 0, offsetof(struct call_ctx, ts));
 		cx->s = s;
@@ -381,6 +386,7 @@ static bool restart_or_retry(struct nt_worker *wk, struct call_ctx *cx,
 	struct nt_thread *thr = cx->thr;
 	bool early = false;
 
+	xassert_held(&thr->lock);
 	if (thr->parked) {
 		struct nt_req *old = thr->parked;
 		bool restart = old->nr == nr && !memcmp(old->args, args, sizeof(old->args)) &&
@@ -503,6 +509,7 @@ static bool park_call(struct nt_worker *wk, struct call_ctx *cx, const struct se
 {
 	struct nt_req *req = wk->spare;
 
+	xassert_held(&cx->thr->lock);
 	wk->spare = NULL; /* the parked call owns it now */
 	atomic_store_explicit(&req->refcount, 1, memory_order_relaxed); /* whoever ends it */
 	nt_listener_get(cx->l);
