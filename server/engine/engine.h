@@ -239,7 +239,6 @@ void sv_do_smart_update(struct sv_set *set, const struct sv_sembuf *sops, unsign
 			bool otime, struct sv_wakeq *wq);
 /* caller holds the set lock in complex mode */
 int sv_count_semcnt(struct sv_set *set, int semnum, bool count_zero);
-void sv_set_otime(struct sv_set *set);
 /*
  * Remove a set: waiters get EIDRM through wq. Caller holds ids_lock and the set lock (global),
  * and is in RCU.

@@ -364,7 +364,7 @@ void sv_sem_unlock(struct sv_set *set, int locknum)
 /* ---- times ---- */
 
 /* Any lock on the set: otime only moves forward, so racing updates cannot undo each other. */
-void sv_set_otime(struct sv_set *set)
+static void sv_set_otime(struct sv_set *set)
 {
 	int64_t now = sv_now();
 	int64_t cur = SV_RELAXED(&set->otime);

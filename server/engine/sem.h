@@ -208,7 +208,6 @@ void sv_limits_default(struct sv_limits *out);
 struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid);
 void sv_proc_get(struct sv_proc *p);
 void sv_proc_put(struct sv_proc *p);
-int32_t sv_proc_pid(const struct sv_proc *p);
 /*
  * The process has exited (or left the namespace): apply its semadj values as the kernel's
  * exit_sem() does. Waiters this lets proceed go to wq. Idempotent.

@@ -45,11 +45,6 @@ void sv_proc_get(struct sv_proc *p)
 	atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);
 }
 
-int32_t sv_proc_pid(const struct sv_proc *p)
-{
-	return p->pid;
-}
-
 static void proc_free_rcu(struct rcu_head *head)
 {
 	struct sv_proc *p = caa_container_of(head, struct sv_proc, rcu);

@@ -13,20 +13,24 @@
 #include "notify/receiver.h"
 #include "notify/super.h"
 
+struct ns_walk {
+	int (*fn)(const char *name, struct sv_ns *ns, void *arg);
+	void *arg;
+};
+
+static int ns_visit(struct nt_ns *n, void *arg)
+{
+	struct ns_walk *w = arg;
+
+	return w->fn(n->name, n->ns, w->arg);
+}
+
 int nt_super_for_each_ns(struct nt_super *s,
 			 int (*fn)(const char *name, struct sv_ns *ns, void *arg), void *arg)
 {
-	struct nt_ns *n;
-	int ret = 0;
+	struct ns_walk w = { fn, arg };
 
-	xlock(&s->reg.lock);
-	cds_list_for_each_entry(n, &s->reg.namespaces, node) {
-		ret = fn(n->name, n->ns, arg);
-		if (ret)
-			break;
-	}
-	xunlock(&s->reg.lock);
-	return ret;
+	return nsreg_for_each(&s->reg, ns_visit, &w);
 }
 
 int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_client_info *, void *),
@@ -63,19 +67,21 @@ static void stats_zero(struct nt_stats *st)
 		__atomic_store_n(&c[i], 0, __ATOMIC_RELAXED);
 }
 
+static int ns_reset_stats(struct nt_ns *n, void *arg)
+{
+	(void)arg;
+	sv_ns_reset_stats(n->ns);
+	return 0;
+}
+
 void nt_super_reset_stats(struct nt_super *s)
 {
-	struct nt_ns *n;
-
 	for (int i = 0; i < s->nworkers; i++)
 		stats_zero(&s->workers[i].stats);
 	if (s->rcv)
 		stats_zero(&s->rcv->wk.stats);
 	stats_zero(&s->events);
-	xlock(&s->reg.lock);
-	cds_list_for_each_entry(n, &s->reg.namespaces, node)
-		sv_ns_reset_stats(n->ns);
-	xunlock(&s->reg.lock);
+	nsreg_for_each(&s->reg, ns_reset_stats, NULL);
 }
 
 struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name)

@@ -23,7 +23,8 @@
 #define CAP_IPC_OWNER_BIT 15
 #define OVERFLOW_ID	  65534 /* /proc/sys/kernel/overflowuid: what an unmapped id shows */
 
-bool ident_keeps(const struct nt_super *s)
+/* Features (tgt_probe) in use: every thread fact may be kept (ident.h) when all are there. */
+static bool ident_keeps(const struct nt_super *s)
 {
 	return s->feat.pidfd_info && s->feat.pidfd_thread && s->feat.pidfd_ns;
 }

@@ -80,9 +80,6 @@ struct nt_ident {
 	bool userns_ready;
 };
 
-/* Features (tgt_probe) in use: every thread fact may be kept (the rule) when all are there. */
-bool ident_keeps(const struct nt_super *s);
-
 /*
  * The record of tid, found or made (opening its pidfd); a reference. NULL with *err: -ESRCH
  * (gone), -ENOMEM, -EACCES (not visible to us), -ESTALE (its process's record is of a process

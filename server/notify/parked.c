@@ -27,7 +27,7 @@
 #define SWEEP_STEPS (256 * 1024)
 #define SWEEP_MIN   8
 
-void nt_req_put(struct nt_req *r)
+static void nt_req_put(struct nt_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->refcount, 1, memory_order_acq_rel) != 1)
 		return;

@@ -58,8 +58,6 @@ struct nt_req {
 	struct cds_list_head parked_node; /* s->parked, under s->parked_lock */
 };
 
-void nt_req_put(struct nt_req *r);
-
 /*
  * r, whole, with its waiter published by the engine and holding references to its listener,
  * thread and namespace, becomes r->thr's parked call: on the sweep's list and, with a

@@ -94,18 +94,6 @@ void tgt_probe(struct tgt_features *f)
 	}
 }
 
-const char *tgt_missing(const struct tgt_features *f, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; i < (int)(sizeof(feature_names) / sizeof(feature_names[0])); i++)
-		if (!*feature((struct tgt_features *)f, i) && off < len)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "",
-						feature_names[i]);
-	return buf;
-}
-
 /* ---- tasks ---- */
 
 int tgt_pidfd_open(pid_t tid, bool thread)
@@ -490,7 +478,8 @@ int tgt_ns_ident(int nsfd, bool with_id, struct tgt_nsid *out)
 	return 0;
 }
 
-int tgt_ns_reopen(const struct tgt_nsid *id)
+/* An fd of the IPC namespace whose id is given, or -errno (-ESTALE: it is gone). */
+static int tgt_ns_reopen(const struct tgt_nsid *id)
 {
 	union {
 		struct file_handle fh;

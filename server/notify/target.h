@@ -36,8 +36,6 @@ struct tgt_features {
  * above, or "all") turns features off, so that the fallbacks can be tested on a new kernel.
  */
 void tgt_probe(struct tgt_features *f);
-/* The names of the features f lacks, comma-separated ("" if none). */
-const char *tgt_missing(const struct tgt_features *f, char *buf, size_t len);
 
 /* ---- tasks ---- */
 
@@ -130,8 +128,6 @@ int tgt_ns_key(int nsfd, bool with_id, uint64_t *key);
 int tgt_ns_ident(int nsfd, bool with_id, struct tgt_nsid *out);
 /* Is the namespace still alive? 1 yes, 0 no (its handle is stale), -errno: cannot tell. */
 int tgt_ns_alive(const struct tgt_nsid *id);
-/* An fd of the IPC namespace whose id is given, or -errno (-ESTALE: it is gone). */
-int tgt_ns_reopen(const struct tgt_nsid *id);
 /* Is fd in thread tid's table an IPC namespace other than the one with inode own_ino? */
 bool tgt_fd_is_other_ipc_ns(pid_t tid, int fd, uint64_t own_ino);
 
