@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "lock/xpthread.h"
 #include "util/usock.h"
 
 #ifndef SEMVISOR_VERSION
@@ -52,13 +53,13 @@ void dlog(struct daemon *d, const char *fmt, ...)
 	va_list ap;
 
 	(void)d;
-	pthread_mutex_lock(&log_lock);
+	xlock(&log_lock);
 	fputs("semvisord: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	pthread_mutex_unlock(&log_lock);
+	xunlock(&log_lock);
 }
 
 static void usage(FILE *f)

@@ -457,5 +457,5 @@ void nsreg_fini(struct nsreg *r)
 	}
 	if (r->my_ipc_fd >= 0)
 		close(r->my_ipc_fd);
-	pthread_mutex_destroy(&r->lock);
+	xmutex_destroy(&r->lock);
 }
