@@ -3,10 +3,17 @@
  * The agent socket: where container runtimes (runc's linux.seccomp.listenerPath) and
  * `semvisor-run --daemon` hand over their seccomp listener, one connection per process tree.
  *
- * Each accepted connection is received on its own short-lived thread (at most AGENT_INFLIGHT at
- * once, each bounded by AGENT_TIMEOUT_MS), so a client that connects and says nothing, or says
- * something malformed, costs a thread for a few seconds and never stalls the others. What a
- * client may ask for in its metadata:
+ * Each accepted connection is received on its own short-lived thread, bounded by
+ * AGENT_TIMEOUT_MS, so a client that says something malformed costs a thread for a moment and
+ * never stalls the others. Connections are always accepted at once, never left in the backlog
+ * behind silent ones: each peer uid (SO_PEERCRED) may have AGENT_PER_UID connections being
+ * received (root: any number), all non-root uids together AGENT_INFLIGHT - AGENT_ROOT_RESERVE,
+ * and everyone AGENT_INFLIGHT. A connection over its uid's share makes room by dropping that
+ * uid's oldest one (shutdown(), which ends its receive at once); over the common share, the
+ * oldest of the uid with the most. A well-behaved client sends its message as soon as it
+ * connects, so it is received long before it could become the oldest: silent connections,
+ * however many, delay nobody, and cost one uid only its own silent ones. What a client may ask
+ * for in its metadata:
  *  - "ns-traps": its filter traps unshare and setns (filter.h), so the namespaces of its
  *    threads may be kept between calls. Honoured from anyone: nobody can check what a
  *    filter traps, and a false claim costs the claimant correctness, never anyone privilege
@@ -17,7 +24,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,17 +32,27 @@
 
 #include "daemon/daemon.h"
 #include "handoff/xfer.h"
+#include "lock/xpthread.h"
 
-#define AGENT_INFLIGHT	 64
+#define AGENT_INFLIGHT	   64
+#define AGENT_PER_UID	   8
+#define AGENT_ROOT_RESERVE 8
+/* Dropped connections end within moments; until they have, their threads count here. */
+#define AGENT_THREADS	 (2 * AGENT_INFLIGHT)
 #define AGENT_TIMEOUT_MS 5000
-
-static atomic_int inflight;
 
 struct conn {
 	struct daemon *d;
 	int fd;
 	struct ucred peer;
+	uint64_t seq; /* order of acceptance: the lowest is the oldest */
+	bool dropped; /* made room for a newer one (under conns_lock) */
 };
+
+/* Connections being received, in their threads; under conns_lock. */
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct conn *conns[AGENT_THREADS];
+static uint64_t conns_seq;
 
 /* Find "word" or "word=value" in space/comma separated metadata. */
 static bool meta_get(const char *meta, const char *word, char *value, size_t vlen)
@@ -64,6 +80,75 @@ static bool meta_get(const char *meta, const char *word, char *value, size_t vle
 	return false;
 }
 
+/*
+ * Make room for a connection of uid: 0, or -EAGAIN when every thread is taken (the caller
+ * then leaves the backlog alone until one ends). Caller holds conns_lock.
+ */
+static int make_room(uid_t uid)
+{
+	int threads = 0, live = 0, nonroot = 0, mine = 0, most = 0;
+	uid_t greedy = uid;
+	struct conn *victim = NULL;
+
+	for (int i = 0; i < AGENT_THREADS; i++) {
+		struct conn *c = conns[i];
+		int n = 0;
+
+		if (!c)
+			continue;
+		threads++;
+		if (c->dropped)
+			continue;
+		live++;
+		nonroot += c->peer.uid != 0;
+		mine += c->peer.uid == uid;
+		for (int j = 0; j < AGENT_THREADS; j++)
+			n += conns[j] && !conns[j]->dropped && conns[j]->peer.uid == c->peer.uid;
+		if (c->peer.uid != 0 && n > most) {
+			most = n;
+			greedy = c->peer.uid;
+		}
+	}
+	if (threads >= AGENT_THREADS)
+		return -EAGAIN;
+	if (uid != 0 && mine >= AGENT_PER_UID)
+		greedy = uid; /* over its own share: its oldest goes */
+	else if (live < AGENT_INFLIGHT &&
+		 (uid == 0 || nonroot < AGENT_INFLIGHT - AGENT_ROOT_RESERVE))
+		return 0;
+	else if (uid == 0 && nonroot == 0)
+		greedy = 0; /* all root's: root's oldest goes */
+	for (int i = 0; i < AGENT_THREADS; i++) {
+		struct conn *c = conns[i];
+
+		if (c && !c->dropped && c->peer.uid == greedy && (!victim || c->seq < victim->seq))
+			victim = c;
+	}
+	if (victim) {
+		victim->dropped = true;
+		shutdown(victim->fd, SHUT_RDWR); /* its receive ends now */
+	}
+	return 0;
+}
+
+static void conn_end(struct conn *c)
+{
+	bool was_full = true;
+
+	xlock(&conns_lock);
+	for (int i = 0; i < AGENT_THREADS; i++) {
+		if (!conns[i])
+			was_full = false;
+		else if (conns[i] == c)
+			conns[i] = NULL;
+	}
+	xunlock(&conns_lock);
+	close(c->fd);
+	if (was_full)
+		agent_resume(c->d); /* the socket was left alone while every thread was taken */
+	free(c);
+}
+
 static void *receive(void *arg)
 {
 	struct conn *c = arg;
@@ -76,8 +161,14 @@ static void *receive(void *arg)
 
 	rc = ho_recv(c->fd, &listener, &info, AGENT_TIMEOUT_MS, err, sizeof(err));
 	if (rc) {
+		bool dropped;
+
+		xlock(&conns_lock);
+		dropped = c->dropped;
+		xunlock(&conns_lock);
 		dlog(d, "agent: dropped a connection from pid %d (uid %d): %s", (int)c->peer.pid,
-		     (int)c->peer.uid, err);
+		     (int)c->peer.uid,
+		     dropped ? "it sent nothing while newer ones of its uid came" : err);
 		goto out;
 	}
 	if (info.id[0])
@@ -112,10 +203,7 @@ static void *receive(void *arg)
 	/* runc does not wait for this; semvisor-run --daemon does, before it execs */
 	send(c->fd, &ok, 1, MSG_NOSIGNAL);
 out:
-	close(c->fd);
-	free(c);
-	if (atomic_fetch_sub(&inflight, 1) == AGENT_INFLIGHT)
-		agent_resume(d); /* the socket was left alone while we were full */
+	conn_end(c);
 	return NULL;
 }
 
@@ -125,21 +213,20 @@ bool agent_accept(struct daemon *d, int lfd)
 		socklen_t len = sizeof(struct ucred);
 		struct conn *c;
 		pthread_t t;
-		int fd;
+		int fd, slot = -1;
+		bool full;
 
-		/*
-		 * Full: leave further connections in the backlog rather than accept and drop
-		 * them, so a burst of silent clients delays the others instead of shutting them
-		 * out; each silent one costs at most AGENT_TIMEOUT_MS.
-		 */
-		if (atomic_fetch_add(&inflight, 1) >= AGENT_INFLIGHT) {
-			if (atomic_fetch_sub(&inflight, 1) > AGENT_INFLIGHT)
-				return false;
-			continue; /* a slot freed between the two */
-		}
+		/* Every thread taken (dropped connections still ending): leave the backlog alone. */
+		xlock(&conns_lock);
+		for (slot = 0; slot < AGENT_THREADS && conns[slot]; slot++)
+			;
+		full = slot == AGENT_THREADS;
+		xunlock(&conns_lock);
+		if (full)
+			return false;
+		slot = -1;
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			atomic_fetch_sub(&inflight, 1);
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN)
@@ -148,7 +235,6 @@ bool agent_accept(struct daemon *d, int lfd)
 		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {
-			atomic_fetch_sub(&inflight, 1);
 			close(fd);
 			continue;
 		}
@@ -158,10 +244,21 @@ bool agent_accept(struct daemon *d, int lfd)
 			c->peer.uid = (uid_t)-1;
 			c->peer.pid = 0;
 		}
-		if (pthread_create(&t, NULL, receive, c)) {
-			atomic_fetch_sub(&inflight, 1);
+		xlock(&conns_lock);
+		if (make_room(c->peer.uid) == 0) {
+			for (slot = 0; conns[slot]; slot++)
+				;
+			c->seq = ++conns_seq;
+			conns[slot] = c;
+		}
+		xunlock(&conns_lock);
+		if (slot < 0) { /* (only this thread adds: a free slot stays free) */
 			close(fd);
 			free(c);
+			return false;
+		}
+		if (pthread_create(&t, NULL, receive, c)) {
+			conn_end(c);
 			continue;
 		}
 		pthread_detach(t);
