@@ -15,6 +15,9 @@
  * Time limits (CTL_IDLE_MS): a frame begun must be complete within it, and pending output must
  * make progress within it; otherwise the client is dropped, so a stuck or hostile peer cannot
  * hold its connection slot, or the memory behind it, for ever.
+ *
+ * Who may read what is decided per request in ctl_answer.c, from the peer's credentials taken
+ * here at accept(): SO_PEERCRED, and SO_PEERGROUPS for the supplementary groups.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -395,6 +398,7 @@ static void conn_timers(struct ctl_server *srv, struct ctl_conn *c, int64_t now)
 static void conn_free(struct ctl_conn *c)
 {
 	close(c->fd);
+	free(c->peer.groups);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -420,6 +424,34 @@ static void refuse(int fd, int status, const char *why)
 	}
 	ctl_arena_free(&a);
 	close(fd);
+}
+
+/*
+ * The peer's supplementary groups as they were at connect() (SO_PEERGROUPS). None when the
+ * kernel cannot tell or memory is short: that can only make fewer sets readable to the peer.
+ */
+static gid_t *peer_groups(int fd, int *n)
+{
+	socklen_t len = 32 * sizeof(gid_t);
+	gid_t *g = NULL;
+
+	*n = 0;
+	/* ERANGE tells the size needed; the groups are fixed since connect(), so twice will do */
+	for (int tries = 0; tries < 2; tries++) {
+		gid_t *p = realloc(g, len ? len : sizeof(gid_t));
+
+		if (!p)
+			break;
+		g = p;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
+			*n = (int)(len / sizeof(gid_t));
+			return g;
+		}
+		if (errno != ERANGE)
+			break;
+	}
+	free(g);
+	return NULL;
 }
 
 static void conn_new(struct ctl_server *srv, int fd)
@@ -456,6 +488,9 @@ static void conn_new(struct ctl_server *srv, int fd)
 	c->in_cap = IN_MIN;
 	c->peer =
 	    (struct ctl_peer){ .uid = cr.uid, .gid = cr.gid, .pid = cr.pid, .privileged = priv };
+	/* a privileged peer reads everything: its groups do not matter */
+	if (!priv)
+		c->peer.groups = peer_groups(fd, &c->peer.ngroups);
 	srv->conns[srv->nconns++] = c;
 }
 
@@ -619,6 +654,20 @@ static int adopt_fd(struct ctl_server *srv, char *err, size_t errlen)
 	return 0;
 }
 
+/* What an unmapped uid or gid reads as here: the kernel's setting, 65534 unless changed. */
+static unsigned read_overflow_id(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	unsigned v = 65534;
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 65534;
+		fclose(f);
+	}
+	return v;
+}
+
 static void server_free(struct ctl_server *srv)
 {
 	for (int i = 0; i < srv->nconns; i++)
@@ -671,6 +720,8 @@ struct ctl_server *ctl_server_start(struct nt_super *s, const struct ctl_opts *o
 	srv->cx.super = s;
 	srv->cx.log = opts->log;
 	srv->cx.started_ns = srv->cx.reset_ns = ctl_now_ns();
+	srv->cx.overflow_uid = (uid_t)read_overflow_id("/proc/sys/kernel/overflowuid");
+	srv->cx.overflow_gid = (gid_t)read_overflow_id("/proc/sys/kernel/overflowgid");
 
 	srv->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);

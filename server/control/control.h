@@ -11,10 +11,15 @@
  *     left by a dead one is replaced;
  *   - the socket is created under umask 0177, then given opts->mode and opts->group, so it is
  *     never reachable with wider permissions than asked, not even for an instant;
- *   - peers are identified with SO_PEERCRED when they connect: read-only requests are answered
- *     for anyone who can connect (the file's mode and group decide who can); Reset, RemoveSet
- *     and SetLimits only for uid 0 and the socket's owner (the uid that created it; for an
- *     inherited socket, its file's owner);
+ *   - peers are identified with SO_PEERCRED (and SO_PEERGROUPS) when they connect: read-only
+ *     requests are answered for anyone who can connect (the file's mode and group decide who
+ *     can); Reset, RemoveSet and SetLimits only for uid 0 and the socket's owner (the uid that
+ *     created it; for an inherited socket, its file's owner);
+ *   - a peer reads no more than it could natively: every set's metadata (as SEM_STAT_ANY shows
+ *     it to anyone), but a set's values and per-semaphore state only if the set's mode lets
+ *     the peer read it (owner, group or other read bit, as semctl(IPC_STAT) checks); ShowSet of
+ *     another set is refused with PERMISSION_DENIED. Root and the socket's owner read every
+ *     set. Stats and Watch carry no per-set values (ctl_answer.c has the rule in full);
  *   - at most max_conns connections (uid 0 and the owner get CTL_ADMIN_RESERVE more, so an
  *     administrator can always get in) and max_conns_per_uid per other uid; a peer over the limit
  *     gets a BUSY reply and is closed;
