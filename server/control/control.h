@@ -26,7 +26,9 @@
  *   - a request frame over max_frame, or one that is not a request, gets an error reply and the
  *     connection is closed; replies wait in a buffer of at most max_output bytes per connection,
  *     and a client that lets it fill is dropped, as is one that leaves a frame half sent or its
- *     replies unread for long (CTL_IDLE_MS);
+ *     replies unread for idle_ms;
+ *   - a connection with no request in progress, no reply unsent and no Watch running is closed
+ *     once it has been so for idle_ms, so a silent peer does not keep its slot;
  *   - an fd is kept in reserve so that accept() failing with EMFILE takes the connection off the
  *     queue (and closes it) instead of spinning on it.
  */
@@ -66,6 +68,7 @@ struct ctl_opts {
 	/* Sizes, each capped at CTL_MAX_REPLY: */
 	size_t max_frame;  /* largest request payload; 0: CTL_MAX_REQUEST_DEFAULT */
 	size_t max_output; /* pending reply bytes per connection; 0: CTL_DEFAULT_MAX_OUTPUT */
+	int idle_ms;	   /* the time limits above; 0: CTL_IDLE_MS */
 	FILE *log;	   /* non-NULL: refused peers, privileged actions, dropped clients */
 };
 
