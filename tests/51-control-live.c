@@ -3,7 +3,8 @@
  * The control socket live: a supervisor (nt_super) and its control server in the test process,
  * a confined child whose semaphore calls the supervisor serves (seccomp filter, listener fd sent
  * over a socketpair), and clients over the socket: the test's own requests, unprivileged peers
- * (children that become uid 65534), and the real build/semvisorctl ($O, default build).
+ * (children that become uid 65534, some with group 0, or the uid owning one set), and the real
+ * build/semvisorctl ($O, default build).
  *
  * The child makes a known list of calls with raw system calls (glibc's semop() is semtimedop,
  * which would blur the per-call counts), so every counter can be checked for an exact value.
@@ -53,7 +54,9 @@ const char *__lsan_default_suppressions(void)
 #define KEY1   0x5e1001
 #define KEY2   0x5e1002
 #define KEY3   0x5e1003
+#define KEY4   0x5e1004
 #define NOBODY 65534
+#define OWNER  1000 /* a uid that owns a set; no account needed */
 /* values no counter or id of these tests reaches: seen in a reply, they can only be these */
 #define SECRET_VAL 4242
 #define PUBLIC_VAL 4243
@@ -89,8 +92,9 @@ static void xread(int fd, void *p, size_t n)
  *   'A'  the calls of phase A; answers the three set ids
  *   'B'  fork a grandchild that blocks in semop(id2, sem 1, -1); answers 'b'
  *   'C'  semop(id2, sem 1, +1) to release it, reap it; answers its exit status
- *   'D'  after 'A': SETVAL SECRET_VAL on id2 (0600) sem 0, and a set of 1 with key KEY3 and
- *        mode 0604 whose sem 0 gets PUBLIC_VAL; answers its id
+ *   'D'  after 'A': SETVAL SECRET_VAL on id2 (0600) sem 0; a set of 1 with key KEY3 and mode
+ *        0604 whose sem 0 gets PUBLIC_VAL; a set of 1 with key KEY4, mode 0400, given to
+ *        uid OWNER by IPC_SET; answers the two ids
  *   'Q'  exit
  * Phase A, in order: semget x3, semctl SETVAL x2, semctl GETVAL, semop +2 on id1 sem 0,
  * semtimedop -1 on id1 sem 2, semop -1 IPC_NOWAIT on id2 sem 0 (EAGAIN): 9 calls.
@@ -138,12 +142,16 @@ static void child_main(int cmd)
 			break;
 		}
 		case 'D': {
-			int id3 = (int)syscall(SYS_semget, KEY3, 1, IPC_CREAT | 0604);
+			int more[2] = { (int)syscall(SYS_semget, KEY3, 1, IPC_CREAT | 0604),
+					(int)syscall(SYS_semget, KEY4, 1, IPC_CREAT | 0400) };
+			struct semid_ds ds = { .sem_perm = {
+						   .uid = OWNER, .gid = 0, .mode = 0400 } };
 
 			if (syscall(SYS_semctl, ids[1], 0, SETVAL, SECRET_VAL) ||
-			    syscall(SYS_semctl, id3, 0, SETVAL, PUBLIC_VAL))
+			    syscall(SYS_semctl, more[0], 0, SETVAL, PUBLIC_VAL) ||
+			    syscall(SYS_semctl, more[1], 0, IPC_SET, &ds))
 				_exit(97);
-			xwrite(cmd, &id3, sizeof(id3));
+			xwrite(cmd, more, sizeof(more));
 			break;
 		}
 		default:
@@ -471,11 +479,11 @@ static uint64_t cmd_count(const Semvisor__Stats *s, int cmd)
 }
 
 /*
- * Run fn in a child that has become uid NOBODY with group gid and supplementary groups
+ * Run fn in a child that has become uid with group gid and supplementary groups
  * groups[ngroups]; its exit status comes back.
  */
-static int as_nobody_in(gid_t gid, const gid_t *groups, size_t ngroups, int (*fn)(void *),
-			void *arg)
+static int as_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups, int (*fn)(void *),
+		   void *arg)
 {
 	pid_t pid;
 	int st;
@@ -484,7 +492,7 @@ static int as_nobody_in(gid_t gid, const gid_t *groups, size_t ngroups, int (*fn
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		if (setgroups(ngroups, groups) || setgid(gid) || setuid(NOBODY))
+		if (setgroups(ngroups, groups) || setgid(gid) || setuid(uid))
 			_exit(100);
 		_exit(fn(arg));
 	}
@@ -496,7 +504,7 @@ static int as_nobody_in(gid_t gid, const gid_t *groups, size_t ngroups, int (*fn
 /* Run fn in a child that has become uid/gid NOBODY; its exit status comes back. */
 static int as_nobody(int (*fn)(void *), void *arg)
 {
-	return as_nobody_in(NOBODY, NULL, 0, fn, arg);
+	return as_peer(NOBODY, NOBODY, NULL, 0, fn, arg);
 }
 
 /* One request on a connection of its own, for a forked peer: NULL instead of assertions. */
@@ -843,14 +851,17 @@ Test(live, privileged_requests_from_unprivileged_peers_are_refused)
 
 struct read_args {
 	const char *path;
-	int ids[4];	  /* phase A's three (0640, 0600, 0666), then 'D''s (0604) */
-	bool readable[4]; /* what this peer's ids let it read */
+	int ids[5];	  /* phase A's three (0640, 0600, 0666), then 'D''s (0604, OWNER's 0400) */
+	uid_t uid;	  /* the peer's */
+	bool readable[5]; /* what the peer's ids let it read */
 };
 
-static const uint32_t read_perms[4] = { 0640, 0600, 0666, 0604 };
-static const uint32_t read_nsems[4] = { 3, 2, 1, 1 };
+#define NREAD 5
+static const uint32_t read_perms[NREAD] = { 0640, 0600, 0666, 0604, 0400 };
+static const uint32_t read_nsems[NREAD] = { 3, 2, 1, 1, 1 };
+static const uint32_t read_uid[NREAD] = { 0, 0, 0, 0, OWNER };
 
-/* As a peer of uid NOBODY: every set listed, values only of the readable ones. 0 when so. */
+/* As an unprivileged peer: every set listed, values only of the readable ones. 0 when so. */
 static int peer_reads(void *arg)
 {
 	const struct read_args *a = arg;
@@ -865,9 +876,9 @@ static int peer_reads(void *arg)
 	r = peer_call(a->path, &req);
 	if (!r || r->status != SEMVISOR__STATUS__OK || r->body_case != SEMVISOR__REPLY__BODY_SETS)
 		return peer_fail(10, "ipcs: %s", r ? r->message : "no reply");
-	if (r->sets->n_sets != 4)
-		rc = peer_fail(11, "%zu sets listed, not 4", r->sets->n_sets);
-	for (int i = 0; i < 4 && !rc; i++) {
+	if (r->sets->n_sets != NREAD)
+		rc = peer_fail(11, "%zu sets listed, not %d", r->sets->n_sets, NREAD);
+	for (int i = 0; i < NREAD && !rc; i++) {
 		const Semvisor__SetInfo *si = NULL;
 
 		for (size_t k = 0; k < r->sets->n_sets; k++)
@@ -875,7 +886,7 @@ static int peer_reads(void *arg)
 				si = r->sets->sets[k];
 		/* the metadata is anyone's, as SEM_STAT_ANY gives it */
 		if (!si || (si->mode & 0777) != read_perms[i] || si->nsems != read_nsems[i] ||
-		    si->uid != 0 || si->gid != 0 || si->ctime <= 0)
+		    si->uid != read_uid[i] || si->cuid != 0 || si->gid != 0 || si->ctime <= 0)
 			rc = peer_fail(12, "set %d: missing or wrong metadata", a->ids[i]);
 		else if (si->withheld == a->readable[i])
 			rc = peer_fail(13, "set %d: withheld %d", a->ids[i], si->withheld);
@@ -887,7 +898,10 @@ static int peer_reads(void *arg)
 		return rc;
 
 	req_init(&req, SEMVISOR__REQUEST__BODY_SHOW_SET, &sh);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NREAD; i++) {
+		char who[32];
+
+		snprintf(who, sizeof(who), "not readable by uid %u", (unsigned)a->uid);
 		sh.id = a->ids[i];
 		r = peer_call(a->path, &req);
 		if (!r)
@@ -895,7 +909,7 @@ static int peer_reads(void *arg)
 		if (!a->readable[i]) {
 			if (r->status != SEMVISOR__STATUS__PERMISSION_DENIED ||
 			    r->body_case != SEMVISOR__REPLY__BODY__NOT_SET ||
-			    !strstr(r->message, "not readable by uid 65534"))
+			    !strstr(r->message, who))
 				rc = peer_fail(21, "show %d of an unreadable set: status %d, %s",
 					       a->ids[i], r->status, r->message);
 		} else if (r->status != SEMVISOR__STATUS__OK ||
@@ -926,8 +940,8 @@ static void phase_d(struct read_args *a)
 	*a = (struct read_args){ .path = L.path };
 	phase_a();
 	memcpy(a->ids, L.ids, sizeof(L.ids));
-	child_do(L.cmd, 'D', &a->ids[3], sizeof(a->ids[3]));
-	cr_assert_geq(a->ids[3], 0, "semget of the 0604 set failed in the child");
+	child_do(L.cmd, 'D', &a->ids[3], 2 * sizeof(a->ids[3]));
+	cr_assert(a->ids[3] >= 0 && a->ids[4] >= 0, "semget failed in the child");
 }
 
 Test(live, unprivileged_peers_read_values_only_where_the_mode_lets_them)
@@ -945,23 +959,29 @@ Test(live, unprivileged_peers_read_values_only_where_the_mode_lets_them)
 	cr_expect_eq(r->set->sems[0]->value, SECRET_VAL);
 	ctl_reply_free(r);
 	r = list_sets(NULL);
-	cr_assert_eq(r->sets->n_sets, 4);
-	for (size_t k = 0; k < 4; k++)
+	cr_assert_eq(r->sets->n_sets, NREAD);
+	for (size_t k = 0; k < NREAD; k++)
 		cr_expect(!r->sets->sets[k]->withheld, "nothing is withheld from root");
 	ctl_reply_free(r);
 
-	/* nobody: other bits only, so the 0666 and 0604 sets */
-	memcpy(a.readable, (bool[4]){ false, false, true, true }, sizeof(a.readable));
-	cr_expect_eq(as_nobody(peer_reads, &a), 0, "as nobody (see the peer's failure above)");
+	/* nobody: the other bits, so the 0666 and 0604 sets */
+	a.uid = NOBODY;
+	memcpy(a.readable, (bool[NREAD]){ false, false, true, true, false }, sizeof(a.readable));
+	cr_expect_eq(as_peer(NOBODY, NOBODY, NULL, 0, peer_reads, &a), 0,
+		     "as nobody (see the peer's failure above)");
 	/*
 	 * group 0 as a supplementary group: the group bits decide, so the 0640 set is readable,
 	 * and the 0604 one no longer is (as natively: the other bits are not looked at)
 	 */
-	memcpy(a.readable, (bool[4]){ true, false, true, false }, sizeof(a.readable));
-	cr_expect_eq(as_nobody_in(NOBODY, root_group, 1, peer_reads, &a), 0,
+	memcpy(a.readable, (bool[NREAD]){ true, false, true, false, false }, sizeof(a.readable));
+	cr_expect_eq(as_peer(NOBODY, NOBODY, root_group, 1, peer_reads, &a), 0,
 		     "as nobody with supplementary group 0");
 	/* ... and as the effective gid */
-	cr_expect_eq(as_nobody_in(0, NULL, 0, peer_reads, &a), 0, "as nobody with gid 0");
+	cr_expect_eq(as_peer(NOBODY, 0, NULL, 0, peer_reads, &a), 0, "as nobody with gid 0");
+	/* the owner of the 0400 set reads it by its owner bits; the others as nobody does */
+	a.uid = OWNER;
+	memcpy(a.readable, (bool[NREAD]){ false, false, true, true, true }, sizeof(a.readable));
+	cr_expect_eq(as_peer(OWNER, OWNER, NULL, 0, peer_reads, &a), 0, "as the 0400 set's owner");
 	live_stop();
 }
 
