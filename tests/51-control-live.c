@@ -1422,6 +1422,161 @@ Test(live, connection_limits_per_uid_and_in_all)
 	live_stop();
 }
 
+/* ---- idle connections ---- */
+
+#define IDLE_MS 500 /* the idle limit of these tests: long against a busy machine's delays */
+
+/* Ms from t0 until the server hangs up on fd; -1 if it does not within timeout_ms. */
+static int64_t hung_up_after(int fd, int64_t t0, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char c;
+
+	if (poll(&pfd, 1, timeout_ms) != 1 || recv(fd, &c, 1, MSG_DONTWAIT) != 0)
+		return -1;
+	return now_ms() - t0;
+}
+
+/* A Stats request on fd answered OK? */
+static bool served(int fd)
+{
+	Semvisor__StatsRequest st = SEMVISOR__STATS_REQUEST__INIT;
+	Semvisor__Request req;
+	Semvisor__Reply *r;
+	bool ok;
+
+	req_init(&req, SEMVISOR__REQUEST__BODY_STATS, &st);
+	r = send_req(fd, &req) ? recv_reply(fd, 5000) : NULL;
+	ok = r && r->status == SEMVISOR__STATUS__OK;
+	ctl_reply_free(r);
+	return ok;
+}
+
+/* A connection refused BUSY at once? */
+static bool refused_busy(const char *path)
+{
+	int fd = connect_to(path);
+	Semvisor__Reply *r = fd >= 0 ? recv_reply(fd, 5000) : NULL;
+	bool busy = r && r->status == SEMVISOR__STATUS__BUSY;
+
+	ctl_reply_free(r);
+	if (fd >= 0)
+		close(fd);
+	return busy;
+}
+
+/*
+ * As NOBODY, allowed 2 connections: two silent ones hold both slots, are closed after the idle
+ * limit (not before), and the slots serve new connections; a busy connection stays open
+ * however long it lasts, and is closed once it falls silent. 0 when so.
+ */
+static int nobody_idles(void *arg)
+{
+	const char *path = arg;
+	int64_t t0 = now_ms(), t, after;
+	int fd[2], busy, quiet;
+
+	for (int i = 0; i < 2; i++)
+		if ((fd[i] = connect_to(path)) < 0)
+			return peer_fail(30, "connect: %s", strerror(errno));
+	if (!refused_busy(path))
+		return peer_fail(31, "a third connection was not refused: the slots are not held");
+	for (int i = 0; i < 2; i++) {
+		after = hung_up_after(fd[i], t0, IDLE_MS + 5000);
+		if (after < 0)
+			return peer_fail(32, "silent connection %d still open after %d ms", i,
+					 IDLE_MS + 5000);
+		if (after < IDLE_MS - 20)
+			return peer_fail(33, "closed after %lld ms, before the idle limit",
+					 (long long)after);
+		close(fd[i]);
+	}
+	/* the slots are free again, and the bound still holds */
+	busy = connect_to(path);
+	quiet = connect_to(path);
+	if (busy < 0 || quiet < 0 || !served(busy) || !served(quiet))
+		return peer_fail(34, "the freed slots were not served");
+	if (!refused_busy(path))
+		return peer_fail(35, "the per-uid bound is gone");
+	/* requests every IDLE_MS/5 for 3 idle limits: never idle, never closed */
+	t = now_ms();
+	for (int64_t end = t + 3 * IDLE_MS; now_ms() < end;) {
+		usleep(IDLE_MS / 5 * 1000);
+		if (!served(busy))
+			return peer_fail(36, "a busy connection closed after %lld ms",
+					 (long long)(now_ms() - t));
+	}
+	/* meanwhile the one served once and silent since was closed, and then the busy one */
+	if (hung_up_after(quiet, t, 0) < 0)
+		return peer_fail(37, "a connection silent after its reply is still open");
+	t = now_ms();
+	after = hung_up_after(busy, t, IDLE_MS + 5000);
+	if (after < 0 || after < IDLE_MS - 20)
+		return peer_fail(38, "the busy connection, now silent: closed after %lld ms",
+				 (long long)after);
+	close(busy);
+	close(quiet);
+	return 0;
+}
+
+Test(live, a_silent_connection_is_closed_and_frees_its_slot)
+{
+	struct ctl_opts o = CTL_OPTS_INIT;
+
+	o.mode = 0666;
+	o.max_conns_per_uid = 2;
+	o.idle_ms = IDLE_MS;
+	live_start(&o, NULL);
+	cr_expect_eq(as_nobody(nobody_idles, L.path), 0, "see the peer's failure above");
+	live_stop();
+}
+
+Test(live, a_watch_outlives_the_idle_limit)
+{
+	Semvisor__WatchRequest w = SEMVISOR__WATCH_REQUEST__INIT;
+	Semvisor__StatsRequest st = SEMVISOR__STATS_REQUEST__INIT;
+	struct ctl_opts o = CTL_OPTS_INIT;
+	Semvisor__Request req;
+	Semvisor__Reply *r;
+	int64_t t0, after;
+	int fd;
+
+	o.mode = 0666;
+	o.idle_ms = 300;
+	live_start(&o, NULL);
+	fd = connect_to(L.path);
+	cr_assert_geq(fd, 0);
+	/* snapshots further apart than the idle limit: the connection waits for each */
+	w.interval_ms = 1000;
+	req_init(&req, SEMVISOR__REQUEST__BODY_WATCH, &w);
+	req.id = 910;
+	t0 = now_ms();
+	cr_assert(send_req(fd, &req));
+	for (int i = 0; i < 3; i++) {
+		r = recv_reply(fd, 3000);
+		cr_assert_not_null(r, "snapshot %d: the watch was closed after %lld ms", i,
+				   (long long)(now_ms() - t0));
+		cr_expect_eq(r->id, 910);
+		ctl_reply_free(r);
+	}
+	cr_expect_geq(now_ms() - t0, 1900, "three snapshots take two intervals");
+	/* another request ends the watch: then the connection is idle like any other */
+	req_init(&req, SEMVISOR__REQUEST__BODY_STATS, &st);
+	req.id = 911;
+	cr_assert(send_req(fd, &req));
+	do {
+		r = recv_reply(fd, 3000);
+		cr_assert_not_null(r);
+		after = (int64_t)r->id;
+		ctl_reply_free(r);
+	} while (after != 911);
+	t0 = now_ms();
+	after = hung_up_after(fd, t0, 5000);
+	cr_expect_geq(after, 250, "closed %lld ms after the watch ended", (long long)after);
+	close(fd);
+	live_stop();
+}
+
 static double cpu_seconds(void)
 {
 	struct rusage ru;
@@ -2241,6 +2396,23 @@ Test(live, cli_an_unreadable_set_is_refused_and_its_value_shown_nowhere)
 	ctl(true, "show", id3, NULL);
 	cr_expect_eq(C.status, 0, "%s", C.err);
 	cr_expect(has_number(C.out, PUBLIC_VAL), "%s", C.out);
+	live_stop();
+}
+
+Test(live, cli_top_outlives_the_idle_limit)
+{
+	struct ctl_opts o = CTL_OPTS_INIT;
+	int lines = 0;
+
+	o.mode = 0666;
+	o.idle_ms = 300;
+	live_start(&o, NULL);
+	/* one connection, refreshed more slowly than the idle limit */
+	ctl(true, "top", "--json", "--count", "3", "--interval", "0.5", NULL);
+	cr_expect_eq(C.status, 0, "%s", C.err);
+	for (const char *p = C.out; (p = strchr(p, '\n')); p++)
+		lines++;
+	cr_expect_eq(lines, 3, "one object per snapshot: %s", C.out);
 	live_stop();
 }
 
