@@ -244,8 +244,9 @@ static json_t *json_set_info(const Semvisor__SetInfo *si)
 			 "group", jstr(text_group_name(si->gid, group, sizeof(group))), "cuid",
 			 ju64(si->cuid), "cgid", ju64(si->cgid), "mode", ju64(si->mode), "perms",
 			 perms, "nsems", ju64(si->nsems), "otime", (json_int_t)si->otime, "ctime",
-			 (json_int_t)si->ctime, "lock_spun", ju64(si->lock_spun), "lock_slept",
-			 ju64(si->lock_slept));
+			 (json_int_t)si->ctime, "lock_spun",
+			 si->withheld ? json_null() : ju64(si->lock_spun), "lock_slept",
+			 si->withheld ? json_null() : ju64(si->lock_slept));
 }
 
 void json_sets(FILE *f, const Semvisor__SetList *l)

@@ -61,7 +61,8 @@ struct cmd {
 	"     namespace, several namespaces have that id, limits out of range, server busy)\n"     \
 	"  2  usage error: unknown command or option, bad argument\n"                              \
 	"  3  cannot connect: no socket at the path, nobody listening, or no reply in time\n"      \
-	"  4  permission denied: the socket is closed to you, or the command is privileged\n"      \
+	"  4  permission denied: the socket is closed to you, the command is privileged, or\n"     \
+	"     the set's permissions do not let you read it (show)\n"                               \
 	"  5  protocol error: a reply that cannot be read, or another protocol version\n"
 
 /* ---- commands ---- */
@@ -315,14 +316,17 @@ static const struct cmd cmds[] = {
 	  "\n"
 	  "With --json: {\"sets\": [{namespace, id, key, key_hex, uid, owner, gid, group,\n"
 	  "cuid, cgid, mode, perms, nsems, otime, ctime, lock_spun, lock_slept}]},\n"
-	  "times in seconds since the epoch (0: never).\n" },
+	  "times in seconds since the epoch (0: never). Every set is listed, as ipcs -s\n"
+	  "lists them to anyone; the lock counters of a set you may not read are null.\n" },
 	{ "show", cmd_show, 1, O_JSON | O_NS, "show ID [--ns NAME] [--json]",
 	  "Show set ID: its key, owner, creator, permissions and times, then one line per\n"
 	  "semaphore: SEMNUM, VALUE, NCNT (waiting for it to grow), ZCNT (waiting for\n"
 	  "zero), PID (the last process to operate on it, in the server's pid namespace),\n"
 	  "OPS (completed operations on it), WAITS (operations that waited on it), and\n"
 	  "its lock's contention. Ids are per namespace: when several namespaces have a\n"
-	  "set ID, name one with --ns (the error lists them).\n"
+	  "set ID, name one with --ns (the error lists them). Only for a set whose\n"
+	  "permissions let you read it, as semctl checks them (root and the server's user\n"
+	  "read every set); another is refused with exit status 4.\n"
 	  "\n"
 	  "With --json: {\"set\": {as in ipcs}, \"semaphores\": [{num, value, pid, ncnt,\n"
 	  "zcnt, ops, waits, lock_spun, lock_slept}]}.\n" },

@@ -3,7 +3,8 @@
  * The control socket live: a supervisor (nt_super) and its control server in the test process,
  * a confined child whose semaphore calls the supervisor serves (seccomp filter, listener fd sent
  * over a socketpair), and clients over the socket: the test's own requests, unprivileged peers
- * (children that become uid 65534), and the real build/semvisorctl ($O, default build).
+ * (children that become uid 65534, some with group 0, or the uid owning one set), and the real
+ * build/semvisorctl ($O, default build).
  *
  * The child makes a known list of calls with raw system calls (glibc's semop() is semtimedop,
  * which would blur the per-call counts), so every counter can be checked for an exact value.
@@ -52,7 +53,13 @@ const char *__lsan_default_suppressions(void)
 
 #define KEY1   0x5e1001
 #define KEY2   0x5e1002
+#define KEY3   0x5e1003
+#define KEY4   0x5e1004
 #define NOBODY 65534
+#define OWNER  1000 /* a uid that owns a set; no account needed */
+/* values no counter or id of these tests reaches: seen in a reply, they can only be these */
+#define SECRET_VAL 4242
+#define PUBLIC_VAL 4243
 
 /* ---- the confined child ---- */
 
@@ -85,6 +92,9 @@ static void xread(int fd, void *p, size_t n)
  *   'A'  the calls of phase A; answers the three set ids
  *   'B'  fork a grandchild that blocks in semop(id2, sem 1, -1); answers 'b'
  *   'C'  semop(id2, sem 1, +1) to release it, reap it; answers its exit status
+ *   'D'  after 'A': SETVAL SECRET_VAL on id2 (0600) sem 0; a set of 1 with key KEY3 and mode
+ *        0604 whose sem 0 gets PUBLIC_VAL; a set of 1 with key KEY4, mode 0400, given to
+ *        uid OWNER by IPC_SET; answers the two ids
  *   'Q'  exit
  * Phase A, in order: semget x3, semctl SETVAL x2, semctl GETVAL, semop +2 on id1 sem 0,
  * semtimedop -1 on id1 sem 2, semop -1 IPC_NOWAIT on id2 sem 0 (EAGAIN): 9 calls.
@@ -129,6 +139,19 @@ static void child_main(int cmd)
 			raw_semop(ids[1], 1, 1, 0);
 			waitpid(gc, &st, 0);
 			xwrite(cmd, &st, sizeof(st));
+			break;
+		}
+		case 'D': {
+			int more[2] = { (int)syscall(SYS_semget, KEY3, 1, IPC_CREAT | 0604),
+					(int)syscall(SYS_semget, KEY4, 1, IPC_CREAT | 0400) };
+			struct semid_ds ds = { .sem_perm = {
+						   .uid = OWNER, .gid = 0, .mode = 0400 } };
+
+			if (syscall(SYS_semctl, ids[1], 0, SETVAL, SECRET_VAL) ||
+			    syscall(SYS_semctl, more[0], 0, SETVAL, PUBLIC_VAL) ||
+			    syscall(SYS_semctl, more[1], 0, IPC_SET, &ds))
+				_exit(97);
+			xwrite(cmd, more, sizeof(more));
 			break;
 		}
 		default:
@@ -455,8 +478,12 @@ static uint64_t cmd_count(const Semvisor__Stats *s, int cmd)
 	return 0;
 }
 
-/* Run fn in a child that has become uid/gid NOBODY; its exit status comes back. */
-static int as_nobody(int (*fn)(void *), void *arg)
+/*
+ * Run fn in a child that has become uid with group gid and supplementary groups
+ * groups[ngroups]; its exit status comes back.
+ */
+static int as_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups, int (*fn)(void *),
+		   void *arg)
 {
 	pid_t pid;
 	int st;
@@ -465,13 +492,47 @@ static int as_nobody(int (*fn)(void *), void *arg)
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+		if (setgroups(ngroups, groups) || setgid(gid) || setuid(uid))
 			_exit(100);
 		_exit(fn(arg));
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st), "the unprivileged peer died: status %#x", st);
 	return WEXITSTATUS(st);
+}
+
+/* Run fn in a child that has become uid/gid NOBODY; its exit status comes back. */
+static int as_nobody(int (*fn)(void *), void *arg)
+{
+	return as_peer(NOBODY, NOBODY, NULL, 0, fn, arg);
+}
+
+/* One request on a connection of its own, for a forked peer: NULL instead of assertions. */
+static Semvisor__Reply *peer_call(const char *path, Semvisor__Request *req)
+{
+	Semvisor__Reply *r = NULL;
+	int fd = connect_to(path);
+
+	if (fd < 0)
+		return NULL;
+	if (send_req(fd, req))
+		r = recv_reply(fd, 10000);
+	close(fd);
+	return r;
+}
+
+/* A forked peer's failure: why on stderr, code as its exit status. */
+static int peer_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int peer_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "peer failure %d: ", code);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return code;
 }
 
 /* ---- counters, sets, semaphores ---- */
@@ -783,6 +844,144 @@ Test(live, privileged_requests_from_unprivileged_peers_are_refused)
 	cr_expect_eq(r->stats->calls->semget, 3, "the counters were not reset");
 	cr_expect_neq(r->stats->namespaces[0]->limits->semmsl, 1, "the limits were not changed");
 	ctl_reply_free(r);
+	live_stop();
+}
+
+/* ---- what an unprivileged peer may read ---- */
+
+struct read_args {
+	const char *path;
+	int ids[5];	  /* phase A's three (0640, 0600, 0666), then 'D''s (0604, OWNER's 0400) */
+	uid_t uid;	  /* the peer's */
+	bool readable[5]; /* what the peer's ids let it read */
+};
+
+#define NREAD 5
+static const uint32_t read_perms[NREAD] = { 0640, 0600, 0666, 0604, 0400 };
+static const uint32_t read_nsems[NREAD] = { 3, 2, 1, 1, 1 };
+static const uint32_t read_uid[NREAD] = { 0, 0, 0, 0, OWNER };
+
+/* As an unprivileged peer: every set listed, values only of the readable ones. 0 when so. */
+static int peer_reads(void *arg)
+{
+	const struct read_args *a = arg;
+	Semvisor__ListSetsRequest ls = SEMVISOR__LIST_SETS_REQUEST__INIT;
+	Semvisor__ShowSetRequest sh = SEMVISOR__SHOW_SET_REQUEST__INIT;
+	Semvisor__Request req;
+	Semvisor__Reply *r;
+	int rc = 0;
+
+	ls.ns = sh.ns = (char *)"";
+	req_init(&req, SEMVISOR__REQUEST__BODY_LIST_SETS, &ls);
+	r = peer_call(a->path, &req);
+	if (!r || r->status != SEMVISOR__STATUS__OK || r->body_case != SEMVISOR__REPLY__BODY_SETS)
+		return peer_fail(10, "ipcs: %s", r ? r->message : "no reply");
+	if (r->sets->n_sets != NREAD)
+		rc = peer_fail(11, "%zu sets listed, not %d", r->sets->n_sets, NREAD);
+	for (int i = 0; i < NREAD && !rc; i++) {
+		const Semvisor__SetInfo *si = NULL;
+
+		for (size_t k = 0; k < r->sets->n_sets; k++)
+			if (r->sets->sets[k]->id == a->ids[i])
+				si = r->sets->sets[k];
+		/* the metadata is anyone's, as SEM_STAT_ANY gives it */
+		if (!si || (si->mode & 0777) != read_perms[i] || si->nsems != read_nsems[i] ||
+		    si->uid != read_uid[i] || si->cuid != 0 || si->gid != 0 || si->ctime <= 0)
+			rc = peer_fail(12, "set %d: missing or wrong metadata", a->ids[i]);
+		else if (si->withheld == a->readable[i])
+			rc = peer_fail(13, "set %d: withheld %d", a->ids[i], si->withheld);
+		else if (si->withheld && (si->lock_spun || si->lock_slept))
+			rc = peer_fail(14, "set %d: lock counters of a withheld set", a->ids[i]);
+	}
+	ctl_reply_free(r);
+	if (rc)
+		return rc;
+
+	req_init(&req, SEMVISOR__REQUEST__BODY_SHOW_SET, &sh);
+	for (int i = 0; i < NREAD; i++) {
+		char who[32];
+
+		snprintf(who, sizeof(who), "not readable by uid %u", (unsigned)a->uid);
+		sh.id = a->ids[i];
+		r = peer_call(a->path, &req);
+		if (!r)
+			return peer_fail(20, "show %d: no reply", a->ids[i]);
+		if (!a->readable[i]) {
+			if (r->status != SEMVISOR__STATUS__PERMISSION_DENIED ||
+			    r->body_case != SEMVISOR__REPLY__BODY__NOT_SET ||
+			    !strstr(r->message, who))
+				rc = peer_fail(21, "show %d of an unreadable set: status %d, %s",
+					       a->ids[i], r->status, r->message);
+		} else if (r->status != SEMVISOR__STATUS__OK ||
+			   r->body_case != SEMVISOR__REPLY__BODY_SET ||
+			   r->set->n_sems != read_nsems[i]) {
+			rc = peer_fail(22, "show %d of a readable set: status %d, %s", a->ids[i],
+				       r->status, r->message);
+		} else {
+			for (size_t k = 0; k < r->set->n_sems; k++)
+				if (r->set->sems[k]->value == SECRET_VAL)
+					rc = peer_fail(23, "the 0600 set's value in set %d",
+						       a->ids[i]);
+			/* the values the child set: SETVAL 7 on 0640's sem 1, 'D''s on 0604 */
+			if (i == 0 && r->set->sems[1]->value != 7)
+				rc = peer_fail(24, "0640 set sem 1 = %d", r->set->sems[1]->value);
+			if (i == 3 && r->set->sems[0]->value != PUBLIC_VAL)
+				rc = peer_fail(25, "0604 set sem 0 = %d", r->set->sems[0]->value);
+		}
+		ctl_reply_free(r);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void phase_d(struct read_args *a)
+{
+	*a = (struct read_args){ .path = L.path };
+	phase_a();
+	memcpy(a->ids, L.ids, sizeof(L.ids));
+	child_do(L.cmd, 'D', &a->ids[3], 2 * sizeof(a->ids[3]));
+	cr_assert(a->ids[3] >= 0 && a->ids[4] >= 0, "semget failed in the child");
+}
+
+Test(live, unprivileged_peers_read_values_only_where_the_mode_lets_them)
+{
+	static const gid_t root_group[] = { 0 };
+	struct read_args a;
+	Semvisor__Reply *r;
+
+	live_start(NULL, NULL);
+	phase_d(&a);
+
+	/* root reads every set, the 0600 one whole */
+	r = show(NULL, a.ids[1]);
+	cr_assert_eq(r->status, SEMVISOR__STATUS__OK, "%s", r->message);
+	cr_expect_eq(r->set->sems[0]->value, SECRET_VAL);
+	ctl_reply_free(r);
+	r = list_sets(NULL);
+	cr_assert_eq(r->sets->n_sets, NREAD);
+	for (size_t k = 0; k < NREAD; k++)
+		cr_expect(!r->sets->sets[k]->withheld, "nothing is withheld from root");
+	ctl_reply_free(r);
+
+	/* nobody: the other bits, so the 0666 and 0604 sets */
+	a.uid = NOBODY;
+	memcpy(a.readable, (bool[NREAD]){ false, false, true, true, false }, sizeof(a.readable));
+	cr_expect_eq(as_peer(NOBODY, NOBODY, NULL, 0, peer_reads, &a), 0,
+		     "as nobody (see the peer's failure above)");
+	/*
+	 * group 0 as a supplementary group: the group bits decide, so the 0640 set is readable,
+	 * and the 0604 one no longer is (as natively: the other bits are not looked at)
+	 */
+	memcpy(a.readable, (bool[NREAD]){ true, false, true, false, false }, sizeof(a.readable));
+	cr_expect_eq(as_peer(NOBODY, NOBODY, root_group, 1, peer_reads, &a), 0,
+		     "as nobody with supplementary group 0");
+	/* ... and as the effective gid */
+	cr_expect_eq(as_peer(NOBODY, 0, NULL, 0, peer_reads, &a), 0, "as nobody with gid 0");
+	/* the owner of the 0400 set reads it by its owner bits; the others as nobody does */
+	a.uid = OWNER;
+	memcpy(a.readable, (bool[NREAD]){ false, false, true, true, true }, sizeof(a.readable));
+	cr_expect_eq(as_peer(OWNER, OWNER, NULL, 0, peer_reads, &a), 0, "as the 0400 set's owner");
 	live_stop();
 }
 
@@ -1220,6 +1419,161 @@ Test(live, connection_limits_per_uid_and_in_all)
 	ctl_reply_free(r);
 	for (int i = 0; i <= o.max_conns + CTL_ADMIN_RESERVE; i++)
 		close(fd[i]);
+	live_stop();
+}
+
+/* ---- idle connections ---- */
+
+#define IDLE_MS 500 /* the idle limit of these tests: long against a busy machine's delays */
+
+/* Ms from t0 until the server hangs up on fd; -1 if it does not within timeout_ms. */
+static int64_t hung_up_after(int fd, int64_t t0, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char c;
+
+	if (poll(&pfd, 1, timeout_ms) != 1 || recv(fd, &c, 1, MSG_DONTWAIT) != 0)
+		return -1;
+	return now_ms() - t0;
+}
+
+/* A Stats request on fd answered OK? */
+static bool served(int fd)
+{
+	Semvisor__StatsRequest st = SEMVISOR__STATS_REQUEST__INIT;
+	Semvisor__Request req;
+	Semvisor__Reply *r;
+	bool ok;
+
+	req_init(&req, SEMVISOR__REQUEST__BODY_STATS, &st);
+	r = send_req(fd, &req) ? recv_reply(fd, 5000) : NULL;
+	ok = r && r->status == SEMVISOR__STATUS__OK;
+	ctl_reply_free(r);
+	return ok;
+}
+
+/* A connection refused BUSY at once? */
+static bool refused_busy(const char *path)
+{
+	int fd = connect_to(path);
+	Semvisor__Reply *r = fd >= 0 ? recv_reply(fd, 5000) : NULL;
+	bool busy = r && r->status == SEMVISOR__STATUS__BUSY;
+
+	ctl_reply_free(r);
+	if (fd >= 0)
+		close(fd);
+	return busy;
+}
+
+/*
+ * As NOBODY, allowed 2 connections: two silent ones hold both slots, are closed after the idle
+ * limit (not before), and the slots serve new connections; a busy connection stays open
+ * however long it lasts, and is closed once it falls silent. 0 when so.
+ */
+static int nobody_idles(void *arg)
+{
+	const char *path = arg;
+	int64_t t0 = now_ms(), t, after;
+	int fd[2], busy, quiet;
+
+	for (int i = 0; i < 2; i++)
+		if ((fd[i] = connect_to(path)) < 0)
+			return peer_fail(30, "connect: %s", strerror(errno));
+	if (!refused_busy(path))
+		return peer_fail(31, "a third connection was not refused: the slots are not held");
+	for (int i = 0; i < 2; i++) {
+		after = hung_up_after(fd[i], t0, IDLE_MS + 5000);
+		if (after < 0)
+			return peer_fail(32, "silent connection %d still open after %d ms", i,
+					 IDLE_MS + 5000);
+		if (after < IDLE_MS - 20)
+			return peer_fail(33, "closed after %lld ms, before the idle limit",
+					 (long long)after);
+		close(fd[i]);
+	}
+	/* the slots are free again, and the bound still holds */
+	busy = connect_to(path);
+	quiet = connect_to(path);
+	if (busy < 0 || quiet < 0 || !served(busy) || !served(quiet))
+		return peer_fail(34, "the freed slots were not served");
+	if (!refused_busy(path))
+		return peer_fail(35, "the per-uid bound is gone");
+	/* requests every IDLE_MS/5 for 3 idle limits: never idle, never closed */
+	t = now_ms();
+	for (int64_t end = t + 3 * IDLE_MS; now_ms() < end;) {
+		usleep(IDLE_MS / 5 * 1000);
+		if (!served(busy))
+			return peer_fail(36, "a busy connection closed after %lld ms",
+					 (long long)(now_ms() - t));
+	}
+	/* meanwhile the one served once and silent since was closed, and then the busy one */
+	if (hung_up_after(quiet, t, 0) < 0)
+		return peer_fail(37, "a connection silent after its reply is still open");
+	t = now_ms();
+	after = hung_up_after(busy, t, IDLE_MS + 5000);
+	if (after < 0 || after < IDLE_MS - 20)
+		return peer_fail(38, "the busy connection, now silent: closed after %lld ms",
+				 (long long)after);
+	close(busy);
+	close(quiet);
+	return 0;
+}
+
+Test(live, a_silent_connection_is_closed_and_frees_its_slot)
+{
+	struct ctl_opts o = CTL_OPTS_INIT;
+
+	o.mode = 0666;
+	o.max_conns_per_uid = 2;
+	o.idle_ms = IDLE_MS;
+	live_start(&o, NULL);
+	cr_expect_eq(as_nobody(nobody_idles, L.path), 0, "see the peer's failure above");
+	live_stop();
+}
+
+Test(live, a_watch_outlives_the_idle_limit)
+{
+	Semvisor__WatchRequest w = SEMVISOR__WATCH_REQUEST__INIT;
+	Semvisor__StatsRequest st = SEMVISOR__STATS_REQUEST__INIT;
+	struct ctl_opts o = CTL_OPTS_INIT;
+	Semvisor__Request req;
+	Semvisor__Reply *r;
+	int64_t t0, after;
+	int fd;
+
+	o.mode = 0666;
+	o.idle_ms = 300;
+	live_start(&o, NULL);
+	fd = connect_to(L.path);
+	cr_assert_geq(fd, 0);
+	/* snapshots further apart than the idle limit: the connection waits for each */
+	w.interval_ms = 1000;
+	req_init(&req, SEMVISOR__REQUEST__BODY_WATCH, &w);
+	req.id = 910;
+	t0 = now_ms();
+	cr_assert(send_req(fd, &req));
+	for (int i = 0; i < 3; i++) {
+		r = recv_reply(fd, 3000);
+		cr_assert_not_null(r, "snapshot %d: the watch was closed after %lld ms", i,
+				   (long long)(now_ms() - t0));
+		cr_expect_eq(r->id, 910);
+		ctl_reply_free(r);
+	}
+	cr_expect_geq(now_ms() - t0, 1900, "three snapshots take two intervals");
+	/* another request ends the watch: then the connection is idle like any other */
+	req_init(&req, SEMVISOR__REQUEST__BODY_STATS, &st);
+	req.id = 911;
+	cr_assert(send_req(fd, &req));
+	do {
+		r = recv_reply(fd, 3000);
+		cr_assert_not_null(r);
+		after = (int64_t)r->id;
+		ctl_reply_free(r);
+	} while (after != 911);
+	t0 = now_ms();
+	after = hung_up_after(fd, t0, 5000);
+	cr_expect_geq(after, 250, "closed %lld ms after the watch ended", (long long)after);
+	close(fd);
 	live_stop();
 }
 
@@ -1976,6 +2330,90 @@ Test(live, cli_exit_codes)
 		cr_expect_eq(C.status, 3, "%s", C.err);
 		unlink(stale[2]);
 	}
+}
+
+/* Does text hold the number v, not as part of a longer one (timestamps hold any digits)? */
+static bool has_number(const char *text, int v)
+{
+	char num[16];
+	size_t n = (size_t)snprintf(num, sizeof(num), "%d", v);
+
+	for (const char *p = text; (p = strstr(p, num)); p++) {
+		bool before = p > text && (p[-1] >= '0' && p[-1] <= '9');
+		bool after = p[n] >= '0' && p[n] <= '9';
+
+		if (!before && !after)
+			return true;
+	}
+	return false;
+}
+
+Test(live, cli_an_unreadable_set_is_refused_and_its_value_shown_nowhere)
+{
+	static const char *const reads[][3] = {
+		{ "ipcs" },
+		{ "ipcs", "--json" },
+		{ "stats" },
+		{ "stats", "--json" },
+		{ "metrics" },
+		{ "clients", "--json" },
+		{ "top", "--json", "--count=1" },
+	};
+	struct read_args a;
+	char id[16], id3[16];
+
+	live_start(NULL, NULL);
+	phase_d(&a);
+	snprintf(id, sizeof(id), "%d", a.ids[1]);
+	snprintf(id3, sizeof(id3), "%d", a.ids[3]);
+
+	/* root sees the 0600 set's value */
+	ctl(false, "show", id, NULL);
+	cr_expect_eq(C.status, 0, "%s", C.err);
+	cr_expect(has_number(C.out, SECRET_VAL), "root's show: %s", C.out);
+
+	/* nobody: refused with a sentence, the permission exit status, and no value */
+	ctl(true, "show", id, NULL);
+	cr_expect_eq(C.status, 4, "%s", C.err);
+	cr_expect(strstr(C.err, "is not readable by uid 65534") &&
+		      strstr(C.err, "permission denied"),
+		  "%s", C.err);
+	cr_expect(!has_number(C.out, SECRET_VAL) && !has_number(C.err, SECRET_VAL));
+	ctl(true, "show", id, "--json", NULL);
+	cr_expect_eq(C.status, 4, "%s", C.err);
+	cr_expect_eq(C.out_len, 0, "%s", C.out);
+	/* the set is listed, its value nowhere in what nobody may read */
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+		ctl(true, reads[i][0], reads[i][1], reads[i][2], NULL);
+		cr_expect_eq(C.status, 0, "%s: %s", reads[i][0], C.err);
+		cr_expect(!has_number(C.out, SECRET_VAL), "%s %s: %s", reads[i][0],
+			  reads[i][1] ? reads[i][1] : "", C.out);
+	}
+	ctl(true, "ipcs", "--json", NULL);
+	cr_expect(strstr(C.out, "\"perms\":\"600\"") && strstr(C.out, "\"lock_spun\":null"),
+		  "listed, its counters withheld: %s", C.out);
+	/* mode 0604: the other bits let nobody read it */
+	ctl(true, "show", id3, NULL);
+	cr_expect_eq(C.status, 0, "%s", C.err);
+	cr_expect(has_number(C.out, PUBLIC_VAL), "%s", C.out);
+	live_stop();
+}
+
+Test(live, cli_top_outlives_the_idle_limit)
+{
+	struct ctl_opts o = CTL_OPTS_INIT;
+	int lines = 0;
+
+	o.mode = 0666;
+	o.idle_ms = 300;
+	live_start(&o, NULL);
+	/* one connection, refreshed more slowly than the idle limit */
+	ctl(true, "top", "--json", "--count", "3", "--interval", "0.5", NULL);
+	cr_expect_eq(C.status, 0, "%s", C.err);
+	for (const char *p = C.out; (p = strchr(p, '\n')); p++)
+		lines++;
+	cr_expect_eq(lines, 3, "one object per snapshot: %s", C.out);
+	live_stop();
 }
 
 Test(live, cli_help)

@@ -12,9 +12,15 @@
  * Nothing here ever blocks: sockets are non-blocking, replies are built from the supervisor's
  * counters and the engine's RCU-side inspection calls (ctl_answer.c).
  *
- * Time limits (CTL_IDLE_MS): a frame begun must be complete within it, and pending output must
- * make progress within it; otherwise the client is dropped, so a stuck or hostile peer cannot
- * hold its connection slot, or the memory behind it, for ever.
+ * Time limits (opts->idle_ms, CTL_IDLE_MS by default): a frame begun must be complete within
+ * it, pending output must make progress within it, and a connection that is doing nothing (no
+ * byte of a request in, no reply unsent, no Watch running) is closed once it has done nothing
+ * for that long. So a stuck, silent or hostile peer cannot hold its connection slot (one of
+ * max_conns_per_uid), or the memory behind it, for ever. A Watch is never idle: it has a
+ * snapshot due, and a watcher that stops reading them is caught by the output limit.
+ *
+ * Who may read what is decided per request in ctl_answer.c, from the peer's credentials taken
+ * here at accept(): SO_PEERCRED, and SO_PEERGROUPS for the supplementary groups.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +60,7 @@ struct ctl_conn {
 	bool dead;	       /* close now */
 	int64_t partial_since; /* part of a frame is here, since; 0: none */
 	int64_t stall_since;   /* output pending without progress since; 0: none pending */
+	int64_t active_at;     /* last accepted, read from, or sent all its replies */
 	/* a Watch in progress */
 	bool watching;
 	bool watch_clients;
@@ -69,6 +76,7 @@ struct ctl_server {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct usock sock; /* bound here (else its fd is -1 and lfd came from systemd) */
 	int lfd, stopfd, reserve;
+	int64_t idle_ns;
 	uid_t owner;
 	pthread_t thread;
 	struct ctl_conn **conns;
@@ -121,6 +129,7 @@ static void conn_write(struct ctl_server *srv, struct ctl_conn *c)
 		return;
 	c->out_off = c->out_len = 0;
 	c->stall_since = 0;
+	c->active_at = ctl_now_ns();
 	/* a big reply's buffer is not kept for the connection's whole life */
 	if (c->out_cap > OUT_LOW) {
 		free(c->out);
@@ -323,6 +332,7 @@ static void conn_read(struct ctl_server *srv, struct ctl_conn *c)
 
 		if (n > 0) {
 			c->in_len += (size_t)n;
+			c->active_at = ctl_now_ns();
 		} else if (n == 0) {
 			c->eof = true;
 		} else if (errno == EINTR) {
@@ -353,14 +363,22 @@ static void conn_io(struct ctl_server *srv, struct ctl_conn *c, short revents)
 	/* processing may have freed room in the input buffer: read on at the next poll */
 }
 
-static int64_t conn_deadline(const struct ctl_conn *c)
+/* Nothing in, nothing out, nothing due: what the idle limit closes. */
+static bool conn_idle(const struct ctl_conn *c)
+{
+	return !c->in_len && !pending(c) && !c->watching;
+}
+
+static int64_t conn_deadline(const struct ctl_server *srv, const struct ctl_conn *c)
 {
 	int64_t d = INT64_MAX;
 
 	if (c->partial_since)
-		d = c->partial_since + CTL_IDLE_MS * MS;
-	if (c->stall_since && c->stall_since + CTL_IDLE_MS * MS < d)
-		d = c->stall_since + CTL_IDLE_MS * MS;
+		d = c->partial_since + srv->idle_ns;
+	if (c->stall_since && c->stall_since + srv->idle_ns < d)
+		d = c->stall_since + srv->idle_ns;
+	if (conn_idle(c) && c->active_at + srv->idle_ns < d)
+		d = c->active_at + srv->idle_ns;
 	if (c->watching && c->watch_next < d)
 		d = c->watch_next;
 	return d;
@@ -370,13 +388,19 @@ static void conn_timers(struct ctl_server *srv, struct ctl_conn *c, int64_t now)
 {
 	if (c->dead)
 		return;
-	if (c->partial_since && now - c->partial_since >= CTL_IDLE_MS * MS) {
+	if (conn_idle(c) && now - c->active_at >= srv->idle_ns) {
+		logf_(srv, "closing uid %u pid %d: idle for %lld ms", (unsigned)c->peer.uid,
+		      (int)c->peer.pid, (long long)((now - c->active_at) / MS));
+		c->dead = true;
+		return;
+	}
+	if (c->partial_since && now - c->partial_since >= srv->idle_ns) {
 		logf_(srv, "dropping uid %u pid %d: a frame left half sent", (unsigned)c->peer.uid,
 		      (int)c->peer.pid);
 		c->dead = true;
 		return;
 	}
-	if (c->stall_since && pending(c) && now - c->stall_since >= CTL_IDLE_MS * MS) {
+	if (c->stall_since && pending(c) && now - c->stall_since >= srv->idle_ns) {
 		logf_(srv, "dropping uid %u pid %d: replies left unread", (unsigned)c->peer.uid,
 		      (int)c->peer.pid);
 		c->dead = true;
@@ -395,6 +419,7 @@ static void conn_timers(struct ctl_server *srv, struct ctl_conn *c, int64_t now)
 static void conn_free(struct ctl_conn *c)
 {
 	close(c->fd);
+	free(c->peer.groups);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -420,6 +445,34 @@ static void refuse(int fd, int status, const char *why)
 	}
 	ctl_arena_free(&a);
 	close(fd);
+}
+
+/*
+ * The peer's supplementary groups as they were at connect() (SO_PEERGROUPS). None when the
+ * kernel cannot tell or memory is short: that can only make fewer sets readable to the peer.
+ */
+static gid_t *peer_groups(int fd, int *n)
+{
+	socklen_t len = 32 * sizeof(gid_t);
+	gid_t *g = NULL;
+
+	*n = 0;
+	/* ERANGE tells the size needed; the groups are fixed since connect(), so twice will do */
+	for (int tries = 0; tries < 2; tries++) {
+		gid_t *p = realloc(g, len ? len : sizeof(gid_t));
+
+		if (!p)
+			break;
+		g = p;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
+			*n = (int)(len / sizeof(gid_t));
+			return g;
+		}
+		if (errno != ERANGE)
+			break;
+	}
+	free(g);
+	return NULL;
 }
 
 static void conn_new(struct ctl_server *srv, int fd)
@@ -454,8 +507,12 @@ static void conn_new(struct ctl_server *srv, int fd)
 	}
 	c->fd = fd;
 	c->in_cap = IN_MIN;
+	c->active_at = ctl_now_ns();
 	c->peer =
 	    (struct ctl_peer){ .uid = cr.uid, .gid = cr.gid, .pid = cr.pid, .privileged = priv };
+	/* a privileged peer reads everything: its groups do not matter */
+	if (!priv)
+		c->peer.groups = peer_groups(fd, &c->peer.ngroups);
 	srv->conns[srv->nconns++] = c;
 }
 
@@ -526,7 +583,7 @@ static void *ctl_main(void *arg)
 		}
 		for (int i = 0; i < srv->nconns; i++) {
 			struct ctl_conn *c = srv->conns[i];
-			int64_t d = conn_deadline(c);
+			int64_t d = conn_deadline(srv, c);
 			short ev = 0;
 
 			if (can_read(srv, c))
@@ -619,6 +676,20 @@ static int adopt_fd(struct ctl_server *srv, char *err, size_t errlen)
 	return 0;
 }
 
+/* What an unmapped uid or gid reads as here: the kernel's setting, 65534 unless changed. */
+static unsigned read_overflow_id(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	unsigned v = 65534;
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 65534;
+		fclose(f);
+	}
+	return v;
+}
+
 static void server_free(struct ctl_server *srv)
 {
 	for (int i = 0; i < srv->nconns; i++)
@@ -667,10 +738,15 @@ struct ctl_server *ctl_server_start(struct nt_super *s, const struct ctl_opts *o
 		srv->o.max_output = CTL_MAX_REPLY;
 	if (srv->o.max_frame > CTL_MAX_REPLY)
 		srv->o.max_frame = CTL_MAX_REPLY;
+	if (srv->o.idle_ms <= 0)
+		srv->o.idle_ms = CTL_IDLE_MS;
+	srv->idle_ns = (int64_t)srv->o.idle_ms * MS;
 	srv->max_total = srv->o.max_conns + CTL_ADMIN_RESERVE;
 	srv->cx.super = s;
 	srv->cx.log = opts->log;
 	srv->cx.started_ns = srv->cx.reset_ns = ctl_now_ns();
+	srv->cx.overflow_uid = (uid_t)read_overflow_id("/proc/sys/kernel/overflowuid");
+	srv->cx.overflow_gid = (gid_t)read_overflow_id("/proc/sys/kernel/overflowgid");
 
 	srv->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);

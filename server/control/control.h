@@ -11,17 +11,24 @@
  *     left by a dead one is replaced;
  *   - the socket is created under umask 0177, then given opts->mode and opts->group, so it is
  *     never reachable with wider permissions than asked, not even for an instant;
- *   - peers are identified with SO_PEERCRED when they connect: read-only requests are answered
- *     for anyone who can connect (the file's mode and group decide who can); Reset, RemoveSet
- *     and SetLimits only for uid 0 and the socket's owner (the uid that created it; for an
- *     inherited socket, its file's owner);
+ *   - peers are identified with SO_PEERCRED (and SO_PEERGROUPS) when they connect: read-only
+ *     requests are answered for anyone who can connect (the file's mode and group decide who
+ *     can); Reset, RemoveSet and SetLimits only for uid 0 and the socket's owner (the uid that
+ *     created it; for an inherited socket, its file's owner);
+ *   - a peer reads no more than it could natively: every set's metadata (as SEM_STAT_ANY shows
+ *     it to anyone), but a set's values and per-semaphore state only if the set's mode lets
+ *     the peer read it (owner, group or other read bit, as semctl(IPC_STAT) checks); ShowSet of
+ *     another set is refused with PERMISSION_DENIED. Root and the socket's owner read every
+ *     set. Stats and Watch carry no per-set values (ctl_answer.c has the rule in full);
  *   - at most max_conns connections (uid 0 and the owner get CTL_ADMIN_RESERVE more, so an
  *     administrator can always get in) and max_conns_per_uid per other uid; a peer over the limit
  *     gets a BUSY reply and is closed;
  *   - a request frame over max_frame, or one that is not a request, gets an error reply and the
  *     connection is closed; replies wait in a buffer of at most max_output bytes per connection,
  *     and a client that lets it fill is dropped, as is one that leaves a frame half sent or its
- *     replies unread for long (CTL_IDLE_MS);
+ *     replies unread for idle_ms;
+ *   - a connection with no request in progress, no reply unsent and no Watch running is closed
+ *     once it has been so for idle_ms, so a silent peer does not keep its slot;
  *   - an fd is kept in reserve so that accept() failing with EMFILE takes the connection off the
  *     queue (and closes it) instead of spinning on it.
  */
@@ -61,6 +68,7 @@ struct ctl_opts {
 	/* Sizes, each capped at CTL_MAX_REPLY: */
 	size_t max_frame;  /* largest request payload; 0: CTL_MAX_REQUEST_DEFAULT */
 	size_t max_output; /* pending reply bytes per connection; 0: CTL_DEFAULT_MAX_OUTPUT */
+	int idle_ms;	   /* the time limits above; 0: CTL_IDLE_MS */
 	FILE *log;	   /* non-NULL: refused peers, privileged actions, dropped clients */
 };
 

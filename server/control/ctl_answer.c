@@ -7,6 +7,15 @@
  * Namespaces are taken with a reference while nt_super_for_each_ns() holds the supervisor's
  * lock and looked into after it is dropped, so no engine lock is ever taken under it.
  * Engine errnos stop here: each becomes one of the protocol's Status values.
+ *
+ * What a peer is told is no more than it could read natively (ctl_may_read() for the rule):
+ *   - Stats, Watch, ListClients: counters summed over the supervisor and over each namespace,
+ *     and the clients; no set's or semaphore's value in them. Answered for every peer.
+ *   - ListSets: every set's metadata, as SEM_STAT_ANY and /proc/sysvipc/sem give it to anyone;
+ *     for a set the peer may not read, its lock counters are left out and withheld is set.
+ *   - ShowSet: a set the peer may read, whole; another one gets PERMISSION_DENIED. Whether the
+ *     set exists (NO_SUCH_SET, AMBIGUOUS) is metadata, told as before.
+ *   - Reset, RemoveSet, SetLimits: privileged peers only (control.c refuses them to others).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -151,6 +160,54 @@ static void logf_(struct ctl_ctx *cx, const char *fmt, ...)
 	fputc('\n', cx->log);
 	va_end(ap);
 	fflush(cx->log);
+}
+
+/* ---- who may read what ---- */
+
+static bool in_group(const struct ctl_ctx *cx, const struct ctl_peer *peer, gid_t gid)
+{
+	/* an id our user namespace cannot map reads as the overflow id: it names nobody */
+	if (gid == cx->overflow_gid)
+		return false;
+	if (peer->gid == gid)
+		return true;
+	for (int i = 0; i < peer->ngroups; i++)
+		if (peer->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * Natively, a set's metadata (id, key, owners, mode, nsems, times) is anyone's: SEM_STAT_ANY
+ * and /proc/sysvipc/sem check no permission. Its values and per-semaphore state (GETVAL,
+ * GETALL, GETPID, GETNCNT, GETZCNT, and IPC_STAT/SEM_STAT) need ipcperms(S_IRUGO) to pass
+ * (kernel ipc/util.c, ipc/sem.c semctl_stat() and semctl_main()): the owner bits of the mode
+ * if the caller's effective uid is the set's uid or cuid, else the group bits if the set's gid
+ * or cgid is the caller's effective gid or one of its supplementary groups (in_group_p()),
+ * else the other bits; read is granted when the chosen bits have 04, or the caller has
+ * CAP_IPC_OWNER in the namespace's user namespace.
+ *
+ * Here the caller is the peer as SO_PEERCRED/SO_PEERGROUPS saw it at connect(): effective
+ * ids, as the kernel checks, in the server's user namespace, which is also the one the engine
+ * keeps the set's ids in. Capabilities do not cross a socket, so CAP_IPC_OWNER stands for
+ * peer->privileged: root and the socket's owner (the server's own user, who can read the
+ * server's memory anyway) read every set; a container's root is not uid 0 here and reads what
+ * its mapped uid may, which can be less than natively, never more. An id the server cannot
+ * map reads as the overflow id (65534 by default): it matches nothing, or every unmapped user
+ * would be the owner of every other's sets.
+ */
+bool ctl_may_read(const struct ctl_ctx *cx, const struct ctl_peer *peer,
+		  const struct sv_set_info *si)
+{
+	uint32_t granted = si->mode & 0777;
+
+	if (peer->privileged)
+		return true;
+	if (peer->uid != cx->overflow_uid && (peer->uid == si->uid || peer->uid == si->cuid))
+		granted >>= 6;
+	else if (in_group(cx, peer, si->gid) || in_group(cx, peer, si->cgid))
+		granted >>= 3;
+	return granted & 04;
 }
 
 /* ---- namespaces ---- */
@@ -464,6 +521,8 @@ static Semvisor__SetInfo *set_msg(struct ctl_arena *a, const char *ns, const str
 
 struct sets_ctx {
 	struct ctl_arena *a;
+	const struct ctl_ctx *cx;
+	const struct ctl_peer *peer;
 	const char *ns;
 	struct ptrvec pv;
 };
@@ -472,8 +531,14 @@ struct sets_ctx {
 static int set_collect(const struct sv_set_info *si, void *arg)
 {
 	struct sets_ctx *sc = arg;
+	Semvisor__SetInfo *m = set_msg(sc->a, sc->ns, si);
 
-	pv_push(&sc->pv, set_msg(sc->a, sc->ns, si));
+	/* how busy a set is tells about its use beyond what SEM_STAT_ANY shows */
+	if (!ctl_may_read(sc->cx, sc->peer, si)) {
+		m->lock_spun = m->lock_slept = 0;
+		m->withheld = true;
+	}
+	pv_push(&sc->pv, m);
 	return 0;
 }
 
@@ -485,11 +550,12 @@ static int set_by_id(const void *x, const void *y)
 	return (a->id > b->id) - (a->id < b->id);
 }
 
-static void answer_list_sets(struct ctl_ctx *cx, const Semvisor__ListSetsRequest *rq,
-			     Semvisor__Reply *reply, struct ctl_arena *a)
+static void answer_list_sets(struct ctl_ctx *cx, const struct ctl_peer *peer,
+			     const Semvisor__ListSetsRequest *rq, Semvisor__Reply *reply,
+			     struct ctl_arena *a)
 {
 	Semvisor__SetList *m = ctl_xalloc(a, sizeof(*m));
-	struct sets_ctx sc = { .a = a };
+	struct sets_ctx sc = { .a = a, .cx = cx, .peer = peer };
 	struct ns_list l;
 	bool found = !*rq->ns;
 
@@ -568,8 +634,9 @@ static int resolve_set(const struct ns_list *l, const char *ns, int id, Semvisor
 	return -1;
 }
 
-static void answer_show_set(struct ctl_ctx *cx, const Semvisor__ShowSetRequest *rq,
-			    Semvisor__Reply *reply, struct ctl_arena *a)
+static void answer_show_set(struct ctl_ctx *cx, const struct ctl_peer *peer,
+			    const Semvisor__ShowSetRequest *rq, Semvisor__Reply *reply,
+			    struct ctl_arena *a)
 {
 	struct sv_sem_info *sems = NULL;
 	struct sv_set_info info;
@@ -595,6 +662,19 @@ static void answer_show_set(struct ctl_ctx *cx, const Semvisor__ShowSetRequest *
 
 		snprintf(why, sizeof(why), "set %d was removed", rq->id);
 		ctl_reply_error(reply, a, SEMVISOR__STATUS__NO_SUCH_SET, why);
+		goto out;
+	}
+	/* judged on the same snapshot as the values: an IPC_SET in between cannot slip through */
+	if (!ctl_may_read(cx, peer, &info)) {
+		char why[256];
+
+		snprintf(
+		    why, sizeof(why),
+		    "set %d of namespace '%s' is not readable by uid %u (owner uid %u, gid %u, "
+		    "perms %03o): semctl would refuse it its values too",
+		    rq->id, l.v[i].name, (unsigned)peer->uid, (unsigned)info.uid,
+		    (unsigned)info.gid, (unsigned)(info.mode & 0777));
+		ctl_reply_error(reply, a, SEMVISOR__STATUS__PERMISSION_DENIED, why);
 		goto out;
 	}
 	m = ctl_xalloc(a, sizeof(*m));
@@ -717,10 +797,10 @@ void ctl_answer(struct ctl_ctx *cx, const struct ctl_peer *peer, const Semvisor_
 		reply->stats = ctl_stats_build(cx, a, req->watch->with_clients);
 		break;
 	case SEMVISOR__REQUEST__BODY_LIST_SETS:
-		answer_list_sets(cx, req->list_sets, reply, a);
+		answer_list_sets(cx, peer, req->list_sets, reply, a);
 		break;
 	case SEMVISOR__REQUEST__BODY_SHOW_SET:
-		answer_show_set(cx, req->show_set, reply, a);
+		answer_show_set(cx, peer, req->show_set, reply, a);
 		break;
 	case SEMVISOR__REQUEST__BODY_LIST_CLIENTS: {
 		Semvisor__ClientList *m = ctl_xalloc(a, sizeof(*m));

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "control/ctl_frame.h"
+#include "engine/sem.h"
 #include "lock/lock.h"
 #include "notify/notify.h"
 
@@ -34,18 +35,30 @@ struct ctl_ctx {
 	int64_t started_ns;		/* CLOCK_MONOTONIC at ctl_server_start() */
 	int64_t reset_ns;		/* ... at the last Reset (or start) */
 	struct sv_lock_stats lock_base; /* lock counters at the last Reset: they cannot be zeroed */
+	uid_t overflow_uid;		/* what an id unmapped in our user namespace reads as */
+	gid_t overflow_gid;
 	FILE *log;
 };
 
-/* Who sent the request (SO_PEERCRED at connect time). */
+/*
+ * Who sent the request: SO_PEERCRED (effective uid and gid) and SO_PEERGROUPS (supplementary
+ * groups) as they were at connect(), in the server's user namespace, the one the engine keeps
+ * set owners in.
+ */
 struct ctl_peer {
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
-	bool privileged;
+	bool privileged; /* root or the socket's owner: every request, every set */
+	int ngroups;
+	gid_t *groups;
 };
 
 int64_t ctl_now_ns(void);
+
+/* May peer read the values of the set described by si (ctl_answer.c says why this rule)? */
+bool ctl_may_read(const struct ctl_ctx *cx, const struct ctl_peer *peer,
+		  const struct sv_set_info *si);
 
 /*
  * Answer one request that ctl_request_decode() accepted (a Watch gets its first snapshot) into
