@@ -95,6 +95,7 @@ static void xread(int fd, void *p, size_t n)
  *   'D'  after 'A': SETVAL SECRET_VAL on id2 (0600) sem 0; a set of 1 with key KEY3 and mode
  *        0604 whose sem 0 gets PUBLIC_VAL; a set of 1 with key KEY4, mode 0400, given to
  *        uid OWNER by IPC_SET; answers the two ids
+ *   'E'  after 'D': the KEY4 set given to uid NOBODY by IPC_SET; answers 'e'
  *   'Q'  exit
  * Phase A, in order: semget x3, semctl SETVAL x2, semctl GETVAL, semop +2 on id1 sem 0,
  * semtimedop -1 on id1 sem 2, semop -1 IPC_NOWAIT on id2 sem 0 (EAGAIN): 9 calls.
@@ -152,6 +153,16 @@ static void child_main(int cmd)
 			    syscall(SYS_semctl, more[1], 0, IPC_SET, &ds))
 				_exit(97);
 			xwrite(cmd, more, sizeof(more));
+			break;
+		}
+		case 'E': {
+			struct semid_ds ds = { .sem_perm = {
+						   .uid = NOBODY, .gid = 0, .mode = 0400 } };
+			int id = (int)syscall(SYS_semget, KEY4, 0, 0);
+
+			if (id < 0 || syscall(SYS_semctl, id, 0, IPC_SET, &ds))
+				_exit(98);
+			xwrite(cmd, "e", 1);
 			break;
 		}
 		default:
@@ -853,6 +864,7 @@ struct read_args {
 	const char *path;
 	int ids[5];	  /* phase A's three (0640, 0600, 0666), then 'D''s (0604, OWNER's 0400) */
 	uid_t uid;	  /* the peer's */
+	uint32_t owner4;  /* the 0400 set's owner */
 	bool readable[5]; /* what the peer's ids let it read */
 };
 
@@ -886,7 +898,8 @@ static int peer_reads(void *arg)
 				si = r->sets->sets[k];
 		/* the metadata is anyone's, as SEM_STAT_ANY gives it */
 		if (!si || (si->mode & 0777) != read_perms[i] || si->nsems != read_nsems[i] ||
-		    si->uid != read_uid[i] || si->cuid != 0 || si->gid != 0 || si->ctime <= 0)
+		    si->uid != (i == 4 ? a->owner4 : read_uid[i]) || si->cuid != 0 ||
+		    si->gid != 0 || si->ctime <= 0)
 			rc = peer_fail(12, "set %d: missing or wrong metadata", a->ids[i]);
 		else if (si->withheld == a->readable[i])
 			rc = peer_fail(13, "set %d: withheld %d", a->ids[i], si->withheld);
@@ -937,7 +950,7 @@ static int peer_reads(void *arg)
 
 static void phase_d(struct read_args *a)
 {
-	*a = (struct read_args){ .path = L.path };
+	*a = (struct read_args){ .path = L.path, .owner4 = OWNER };
 	phase_a();
 	memcpy(a->ids, L.ids, sizeof(L.ids));
 	child_do(L.cmd, 'D', &a->ids[3], 2 * sizeof(a->ids[3]));
@@ -982,6 +995,12 @@ Test(live, unprivileged_peers_read_values_only_where_the_mode_lets_them)
 	a.uid = OWNER;
 	memcpy(a.readable, (bool[NREAD]){ false, false, true, true, true }, sizeof(a.readable));
 	cr_expect_eq(as_peer(OWNER, OWNER, NULL, 0, peer_reads, &a), 0, "as the 0400 set's owner");
+	/* nobody is a user like any other: it reads a set it owns */
+	child_do(L.cmd, 'E', &(char){ 0 }, 1);
+	a.uid = NOBODY;
+	a.owner4 = NOBODY;
+	cr_expect_eq(as_peer(NOBODY, NOBODY, NULL, 0, peer_reads, &a), 0,
+		     "as nobody, the 0400 set's owner now");
 	live_stop();
 }
 

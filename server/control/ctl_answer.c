@@ -192,9 +192,11 @@ static bool in_group(const struct ctl_ctx *cx, const struct ctl_peer *peer, gid_
  * keeps the set's ids in. Capabilities do not cross a socket, so CAP_IPC_OWNER stands for
  * peer->privileged: root and the socket's owner (the server's own user, who can read the
  * server's memory anyway) read every set; a container's root is not uid 0 here and reads what
- * its mapped uid may, which can be less than natively, never more. An id the server cannot
- * map reads as the overflow id (65534 by default): it matches nothing, or every unmapped user
- * would be the owner of every other's sets.
+ * its mapped uid may, which can be less than natively, never more. Where the server runs in a
+ * user namespace of its own, an id it cannot map reads as the overflow id (65534 by default):
+ * that id matches nothing there, or every unmapped user would be the owner of every other's
+ * sets. In the initial user namespace every id is mapped, and 65534 is nobody, who reads its
+ * own sets.
  */
 bool ctl_may_read(const struct ctl_ctx *cx, const struct ctl_peer *peer,
 		  const struct sv_set_info *si)
