@@ -241,6 +241,8 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 	counter(f, "semvisor_namespaces_ended_total",
 		"IPC namespaces found gone in the kernel, their sets with them.",
 		s->namespaces_ended);
+	counter(f, "semvisor_budget_refused_total",
+		"semget calls refused with ENOSPC by the memory budget.", s->budget_refused);
 
 	/* only the adaptive mutex keeps these: with another lock they would be zeros that lie */
 	if (l && !strcmp(l->kind, "amutex")) {

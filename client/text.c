@@ -183,6 +183,8 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 		"clients", s->listeners, (unsigned long long)s->listeners_added,
 		(unsigned long long)s->listeners_gone, (unsigned long long)s->processes_exited,
 		(unsigned long long)s->namespaces_ended);
+	fprintf(f, "%-13s %llu semgets refused (ENOSPC)\n", "budget",
+		(unsigned long long)s->budget_refused);
 	if (l && !strcmp(l->kind, "amutex"))
 		fprintf(f,
 			"%-13s %s: %llu acquired (%llu free, %llu spun, %llu slept); %llu sleeps, "

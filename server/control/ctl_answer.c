@@ -491,6 +491,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->listeners_gone = st.listeners_gone;
 	s->processes_exited = st.processes_exited;
 	s->namespaces_ended = st.namespaces_ended;
+	s->budget_refused = st.budget_refused;
 	s->lock = lock_msg(cx, a);
 	namespaces_into(cx, a, s);
 	if (with_clients)

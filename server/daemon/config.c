@@ -16,6 +16,12 @@ void cfg_defaults(struct cfg *c)
 	c->control_mode = 0660;
 	c->ns_policy = CFG_NS_PER_IPC;
 	c->max_clients = 4096;
+	c->budget = (struct sv_budget_limits){
+		.sems = CFG_MAX_SEMAPHORES,
+		.sems_per_uid = CFG_MAX_SEMAPHORES_PER_UID,
+		.sets = CFG_MAX_SETS,
+		.sets_per_uid = CFG_MAX_SETS_PER_UID,
+	};
 }
 
 const char *cfg_ns_policy_name(enum cfg_ns_policy p)
@@ -44,9 +50,23 @@ static int copy_str(char *dst, size_t size, const char *v)
 	return 0;
 }
 
+/* The budget's keys and where each goes. */
+static long *budget_key(struct cfg *c, const char *key)
+{
+	if (!strcmp(key, "max_semaphores"))
+		return &c->budget.sems;
+	if (!strcmp(key, "max_semaphores_per_uid"))
+		return &c->budget.sems_per_uid;
+	if (!strcmp(key, "max_sets"))
+		return &c->budget.sets;
+	if (!strcmp(key, "max_sets_per_uid"))
+		return &c->budget.sets_per_uid;
+	return NULL;
+}
+
 int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t errlen)
 {
-	long n;
+	long n, *budget = budget_key(c, key);
 
 	if (!strcmp(key, "agent_socket")) {
 		if (!copy_str(c->agent_path, sizeof(c->agent_path), v) && v[0] == '/')
@@ -114,6 +134,12 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 			return 0;
 		}
 		snprintf(err, errlen, "max_clients wants a positive number");
+	} else if (budget) {
+		if (!parse_int(v, 0, 1L << 40, &n)) {
+			*budget = n;
+			return 0;
+		}
+		snprintf(err, errlen, "%s wants a number, 0 for no bound", key);
 	} else {
 		snprintf(err, errlen, "unknown setting '%s'", key);
 	}

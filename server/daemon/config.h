@@ -36,7 +36,21 @@ struct cfg {
 	enum cfg_ns_policy ns_policy;
 	bool trace;	 /* one line per served call on stderr (the journal) */
 	int max_clients; /* listeners served at once */
+	/* semaphores and sets across every namespace, in all and per creating uid; 0: no bound */
+	struct sv_budget_limits budget;
 };
+
+/*
+ * The budget's defaults. A semaphore costs 64 bytes and a set about 250 besides (bench/engine),
+ * so the daemon-wide maxima bound what every tenant together can make the daemon hold to about
+ * 2e6 * 64 B + 65536 * 250 B = 144 MB. A uid may take an eighth of the semaphores (16 MB): far
+ * more than the databases and servers that use System V semaphores ask for (PostgreSQL: one
+ * semaphore per connection), far less than the 1e9 the kernel's defaults allow one namespace.
+ */
+#define CFG_MAX_SEMAPHORES	   2000000
+#define CFG_MAX_SEMAPHORES_PER_UID 262144
+#define CFG_MAX_SETS		   65536
+#define CFG_MAX_SETS_PER_UID	   8192
 
 void cfg_defaults(struct cfg *c);
 /*

@@ -24,6 +24,7 @@ struct daemon {
 	int lock_fd; /* flock on AGENT.lock: one daemon per agent socket */
 	void *loop;  /* struct ev_loop *, for agent_resume() */
 	struct nt_super *super;
+	struct sv_budget *budget; /* every namespace's sets: cfg.budget, applied again on SIGHUP */
 	int agent_fd;
 	bool agent_bound; /* we created the socket file (agent_sock), so we remove it */
 	struct usock agent_sock;

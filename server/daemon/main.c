@@ -91,8 +91,12 @@ static void usage(FILE *f)
 		"\n"
 		"Under systemd (semvisord.service, Type=notify) the sockets may come from\n"
 		"semvisord.socket (named 'agent' and 'control'). Signals: SIGHUP re-reads the\n"
-		"configuration and applies the limits; SIGTERM stops (confined programs' trapped\n"
-		"calls then fail with ENOSYS).\n"
+		"configuration and applies the limits and the budget; SIGTERM stops (confined\n"
+		"programs' trapped calls then fail with ENOSYS).\n"
+		"\n"
+		"The budget bounds the semaphores and sets of every namespace together, in all\n"
+		"and per creating uid (max_semaphores, max_semaphores_per_uid, max_sets,\n"
+		"max_sets_per_uid; 0: no bound); a semget past it fails with ENOSPC.\n"
 		"\n"
 		"A client's metadata (OCI listenerMetadata) may say 'ns=NAME' to be served from a\n"
 		"named namespace shared with other clients naming it (honoured from root only),\n"
@@ -347,6 +351,12 @@ static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 			dlog(d, "reload: limits now %d %d %d %d", lim.semmsl, lim.semmns,
 			     lim.semopm, lim.semmni);
 		d->cfg.max_clients = fresh.max_clients;
+		/* existing sets stay; only new ones are held to the new maxima */
+		d->cfg.budget = fresh.budget;
+		sv_budget_set_limits(d->budget, &fresh.budget);
+		dlog(d, "reload: budget now %ld semaphores (%ld per uid), %ld sets (%ld per uid)",
+		     fresh.budget.sems, fresh.budget.sems_per_uid, fresh.budget.sets,
+		     fresh.budget.sets_per_uid);
 		if (strcmp(fresh.agent_path, d->cfg.agent_path) ||
 		    strcmp(fresh.control_path, d->cfg.control_path) ||
 		    fresh.workers != d->cfg.workers || fresh.ns_policy != d->cfg.ns_policy ||
@@ -376,6 +386,10 @@ int main(int argc, char **argv)
 		printf("semvisord: configuration OK: agent %s, control %s, namespaces %s\n",
 		       d->cfg.agent_path, d->cfg.control_path[0] ? d->cfg.control_path : "(none)",
 		       cfg_ns_policy_name(d->cfg.ns_policy));
+		printf("semvisord: budget: %ld semaphores (%ld per uid), %ld sets (%ld per uid); "
+		       "0: no bound\n",
+		       d->cfg.budget.sems, d->cfg.budget.sems_per_uid, d->cfg.budget.sets,
+		       d->cfg.budget.sets_per_uid);
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -389,6 +403,12 @@ int main(int argc, char **argv)
 	nc.nworkers = d->cfg.workers;
 	nc.limits = d->cfg.have_limits ? &d->cfg.limits : NULL;
 	nc.trace = d->cfg.trace ? stderr : NULL;
+	d->budget = sv_budget_new(&d->cfg.budget);
+	if (!d->budget) {
+		dlog(d, "out of memory");
+		return 1;
+	}
+	nc.budget = d->budget;
 	d->super = nt_super_new(&nc, err, sizeof(err));
 	if (!d->super) {
 		dlog(d, "%s", err);

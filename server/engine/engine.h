@@ -5,6 +5,7 @@
  *
  * Lock nesting, outermost first:
  *   ns->ids_lock  >  set->lock  >  sem->lock  >  proc->lock
+ * and a budget's lock (budget.c), a leaf taken under ids_lock, or ids_lock and a set lock.
  * RCU read-side sections may enclose any of them. No engine lock is held when an engine call
  * returns, and none is held while a caller's memory is read or written.
  *
@@ -208,7 +209,8 @@ struct sv_ns {
 	int next_id;		       /* (ids) sem_next_id, -1 if unset */
 	unsigned int idr_next;	       /* (ids) where the cyclic index search starts */
 	atomic_int refcount;
-	atomic_int nwaiters; /* statistics */
+	atomic_int nwaiters;	  /* statistics */
+	struct sv_budget *budget; /* where its sets are charged (reference held); NULL: nowhere */
 };
 
 /* ---- ns.c ---- */
@@ -220,6 +222,12 @@ void sv_set_put(struct sv_set *set);
 /* caller holds ns->ids_lock and the set lock in complex mode */
 void sv_set_unlink(struct sv_ns *ns, struct sv_set *set);
 int64_t sv_now(void);
+
+/* ---- budget.c ---- */
+/* Charge a new set to uid: 0, -ENOSPC or -ENOMEM. Caller holds the namespace's ids_lock. */
+int sv_budget_charge(struct sv_budget *b, uint32_t uid, int nsems);
+/* Credit what a charge for uid and nsems took. Caller holds ids_lock (and may hold set->lock). */
+void sv_budget_credit(struct sv_budget *b, uint32_t uid, int nsems);
 
 /* ---- sem.c ---- */
 int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops);

@@ -9,6 +9,7 @@
  * ns->ids_lock (the kernel's ids->rwsem taken for writing); lookups take no lock at all.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -86,6 +87,11 @@ static int match_key(struct cds_lfht_node *node, const void *key)
 
 struct sv_ns *sv_ns_new(const struct sv_limits *lim)
 {
+	return sv_ns_new_budget(lim, NULL);
+}
+
+struct sv_ns *sv_ns_new_budget(const struct sv_limits *lim, struct sv_budget *budget)
+{
 	struct sv_limits host;
 	struct sv_ns *ns = calloc(1, sizeof(*ns));
 	const int flags = CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING;
@@ -115,6 +121,10 @@ struct sv_ns *sv_ns_new(const struct sv_limits *lim)
 	ns->last_idx = -1;
 	ns->next_id = -1;
 	ns->refcount = 1;
+	if (budget) {
+		sv_budget_get(budget);
+		ns->budget = budget;
+	}
 	return ns;
 }
 
@@ -154,6 +164,7 @@ static void ns_free(struct sv_ns *ns)
 	if (cds_lfht_destroy(ns->by_id, NULL) || cds_lfht_destroy(ns->by_key, NULL))
 		abort();
 	xmutex_destroy(&ns->ids_lock);
+	sv_budget_put(ns->budget); /* every set was credited when it was unlinked */
 	free(ns);
 }
 
@@ -264,6 +275,30 @@ struct sv_set *sv_set_lookup_index(struct sv_ns *ns, int idx)
 void sv_set_get(struct sv_set *set)
 {
 	atomic_fetch_add_explicit(&set->refcount, 1, memory_order_relaxed);
+}
+
+/*
+ * Freed sets go back to malloc's free lists, where big ones stay (glibc raises its mmap
+ * threshold to the size of a freed mmapped block, so later sets of that size come from the
+ * heap): a tenant that created and left hundreds of MB would leave them in the daemon for good.
+ * A trim queued behind the sets' frees (call_rcu runs callbacks in the order queued, after a
+ * grace period) gives the pages back; one is pending at a time, and it trims whatever was
+ * freed until it runs.
+ */
+static atomic_bool trim_pending;
+static struct rcu_head trim_head;
+
+static void trim_rcu(struct rcu_head *head)
+{
+	(void)head;
+	atomic_store_explicit(&trim_pending, false, memory_order_relaxed);
+	malloc_trim(0);
+}
+
+void sv_release_memory(void)
+{
+	if (!atomic_exchange_explicit(&trim_pending, true, memory_order_relaxed))
+		call_rcu(&trim_head, trim_rcu);
 }
 
 static void set_free_rcu(struct rcu_head *head)
@@ -405,6 +440,8 @@ void sv_set_unlink(struct sv_ns *ns, struct sv_set *set)
 	ns->used[idx / 64] &= ~(1ull << (idx % 64));
 	ns->in_use--;
 	ns->used_sems -= set->nsems;
+	if (ns->budget)
+		sv_budget_credit(ns->budget, SV_RELAXED(&set->cuid), set->nsems);
 	if (idx == ns->max_idx) {
 		while (--idx >= 0 && !idx_used(ns, (unsigned int)idx))
 			;
@@ -451,10 +488,16 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 		return -EINVAL;
 	if ((long long)ns->used_sems + nsems > SV_RELAXED(&ns->semmns))
 		return -ENOSPC;
+	/* before the allocation: a refused set never costs the memory the budget bounds */
+	if (ns->budget && (err = sv_budget_charge(ns->budget, c->cred->euid, nsems)))
+		return err;
 
 	set = set_alloc(nsems);
-	if (!set)
+	if (!set) {
+		if (ns->budget)
+			sv_budget_credit(ns->budget, c->cred->euid, nsems);
 		return -ENOMEM;
+	}
 	set->ns = ns;
 	set->key = key;
 	set->refcount = 1; /* the tables' */
@@ -479,6 +522,8 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 	if (!err)
 		err = ids_add(ns, set);
 	if (err) {
+		if (ns->budget)
+			sv_budget_credit(ns->budget, c->cred->euid, nsems);
 		set_free_rcu(&set->rcu);
 		return err;
 	}

@@ -58,6 +58,7 @@
 /* sv_semtimedop() returns this when the operation waits; the ticket is in park->waiter. */
 #define SV_PARKED 1
 
+struct sv_budget;
 struct sv_ns;
 struct sv_proc;
 struct sv_waiter;
@@ -175,6 +176,11 @@ void sv_thread_unregister(void);
 
 /* A new namespace. lim NULL: the host's /proc/sys/kernel/sem (Linux's defaults if unreadable). */
 struct sv_ns *sv_ns_new(const struct sv_limits *lim);
+/*
+ * The same, its sets charged to budget (NULL: none, as sv_ns_new()). The namespace holds a
+ * reference to the budget until it is freed.
+ */
+struct sv_ns *sv_ns_new_budget(const struct sv_limits *lim, struct sv_budget *budget);
 void sv_ns_get(struct sv_ns *ns);
 /*
  * Remove every set, as when the namespace dies: parked waiters complete with EIDRM through wq.
@@ -201,6 +207,43 @@ int sv_limits_parse(const char *s, struct sv_limits *out);
 /* The host's current limits (or Linux's defaults). */
 void sv_limits_host(struct sv_limits *out);
 void sv_limits_default(struct sv_limits *out);
+
+/* ---- budgets (budget.c) ---- */
+
+/*
+ * Semaphores and sets that may exist at once in all the namespaces sharing a budget, in all and
+ * per creating uid (the set's cuid, as the supervisor sees it); 0: no bound. A semget that would
+ * pass one fails with ENOSPC. A set is charged when created and credited when removed or when
+ * its namespace ends; new maxima apply to creations only.
+ */
+struct sv_budget_limits {
+	long sems, sems_per_uid;
+	long sets, sets_per_uid;
+};
+
+struct sv_budget_info {
+	struct sv_budget_limits limits;
+	long sems, sets;  /* charged now */
+	uint64_t refused; /* semgets refused with ENOSPC by the budget */
+};
+
+/* A budget with one reference (the caller's), or NULL when out of memory. */
+struct sv_budget *sv_budget_new(const struct sv_budget_limits *lim);
+void sv_budget_get(struct sv_budget *b);
+void sv_budget_put(struct sv_budget *b); /* NULL is fine */
+/* New maxima (a configuration reload): for creations from now on; any thread. */
+void sv_budget_set_limits(struct sv_budget *b, const struct sv_budget_limits *lim);
+void sv_budget_info(struct sv_budget *b, struct sv_budget_info *out);
+/* The semaphores charged to uid now. */
+long sv_budget_uid_sems(struct sv_budget *b, uint32_t uid);
+
+/*
+ * Hand memory freed by removed sets back to the system (malloc_trim), once the sets freed so
+ * far have gone through their RCU grace period: after a namespace ended, say, not after every
+ * removal (trimming walks the whole heap). Returns at once; calls made while one is pending
+ * share it. Any registered thread, outside RCU read-side sections or inside.
+ */
+void sv_release_memory(void);
 
 /* ---- processes ---- */
 

@@ -151,4 +151,10 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 		stats_add(out, &s->rcv->wk.stats);
 	stats_add(out, &s->events);
 	out->namespaces_ended += atomic_load_explicit(&s->reg.ended, memory_order_relaxed);
+	if (s->reg.budget) {
+		struct sv_budget_info bi;
+
+		sv_budget_info(s->reg.budget, &bi);
+		out->budget_refused = bi.refused;
+	}
 }

@@ -28,6 +28,7 @@ struct nt_super;
 struct nt_config {
 	int nworkers;			/* 0: one (see nt_super_new() for why) */
 	const struct sv_limits *limits; /* for new namespaces; NULL: the host's */
+	struct sv_budget *budget;	/* shared by every namespace (referenced); NULL: none */
 	FILE *trace;			/* non-NULL: one line per served call */
 	bool exit_when_idle;		/* run() returns once the last listener is gone */
 };
@@ -72,8 +73,9 @@ struct nt_stats {
 	uint64_t listeners_added, listeners_gone;
 	uint64_t processes_exited;
 	uint64_t namespaces_ended; /* IPC namespaces found gone, and their sets with them */
-	uint64_t received;  /* notifications the receiver took with its blocking NOTIF_RECV */
-	uint64_t handovers; /* listeners handed over to the receiver */
+	uint64_t received;	 /* notifications the receiver took with its blocking NOTIF_RECV */
+	uint64_t handovers;	 /* listeners handed over to the receiver */
+	uint64_t budget_refused; /* semgets refused with ENOSPC by the budget (nt_config.budget) */
 };
 
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen);

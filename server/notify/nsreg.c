@@ -25,7 +25,8 @@ static uint64_t key_of(const struct tgt_nsid *kid)
 	return kid->id ? kid->id : kid->ino;
 }
 
-int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv_limits *lim)
+int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv_limits *lim,
+	       struct sv_budget *budget)
 {
 	struct tgt_nsid kid;
 	int fd;
@@ -40,6 +41,10 @@ int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv
 	else
 		sv_limits_host(&r->limits);
 	r->sync_limits = !lim;
+	if (budget) {
+		sv_budget_get(budget);
+		r->budget = budget;
+	}
 	r->my_ipc_fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
 	if (r->my_ipc_fd < 0 || tgt_ns_ident(r->my_ipc_fd, feat->ns_id, &kid))
 		return -errno;
@@ -101,7 +106,7 @@ static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const c
 		return NULL;
 	n->pin = n->sem_fd = n->next_id_fd = -1;
 	n->refcount = 1;
-	n->ns = sv_ns_new(&r->limits);
+	n->ns = sv_ns_new_budget(&r->limits, r->budget);
 	if (!n->ns) {
 		free(n);
 		return NULL;
@@ -261,6 +266,8 @@ static void ns_end(struct nsreg *r, struct nt_ns *n, struct sv_wakeq *wq)
 	cds_list_del(&n->node);
 	xunlock(&r->lock);
 	sv_ns_shutdown(n->ns, wq);
+	/* a tenant that leaves takes its memory with it, as its own kernel memory would go */
+	sv_release_memory();
 	if (n->pin >= 0) {
 		close(n->pin); /* without ids: let the kernel's namespace go now */
 		n->pin = -1;
@@ -457,5 +464,6 @@ void nsreg_fini(struct nsreg *r)
 	}
 	if (r->my_ipc_fd >= 0)
 		close(r->my_ipc_fd);
+	sv_budget_put(r->budget);
 	xmutex_destroy(&r->lock);
 }

@@ -93,10 +93,15 @@ struct nsreg {
 	int my_nowners;
 	struct tgt_userns_link my_owners[TGT_MAX_USERNS];
 	atomic_uint_fast64_t ended; /* namespaces found dead and ended */
+	struct sv_budget *budget;   /* every namespace's sets are charged there; NULL: nowhere */
 };
 
-/* lim NULL: every IPC namespace's own limits (/proc/sys/kernel/sem), as natively. */
-int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv_limits *lim);
+/*
+ * lim NULL: every IPC namespace's own limits (/proc/sys/kernel/sem), as natively. budget (may be
+ * NULL): shared by every namespace; the registry holds a reference until nsreg_fini().
+ */
+int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv_limits *lim,
+	       struct sv_budget *budget);
 /* Everything still listed is dropped; only at the supervisor's end. */
 void nsreg_fini(struct nsreg *r);
 

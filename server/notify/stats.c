@@ -88,6 +88,9 @@ void nt_stats_print(const struct nt_stats *st, FILE *f)
 			acc += st->service_ns[b];
 		fprintf(f, "semvisor: median service time < %llu ns\n", 1ull << (b + 1));
 	}
+	if (st->budget_refused)
+		fprintf(f, "semvisor: %llu semgets refused by the memory budget\n",
+			(unsigned long long)st->budget_refused);
 	if (st->received)
 		fprintf(f, "semvisor: %llu calls taken by the receiver, %llu hand-overs\n",
 			(unsigned long long)st->received, (unsigned long long)st->handovers);

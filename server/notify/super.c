@@ -191,7 +191,7 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 	xmutex_init(&s->exits_lock);
 	tgt_probe(&s->feat);
 	/* Without explicit limits each IPC namespace's /proc/sys/kernel/sem rules, natively. */
-	if (nsreg_init(&s->reg, &s->feat, cfg->limits)) {
+	if (nsreg_init(&s->reg, &s->feat, cfg->limits, cfg->budget)) {
 		snprintf(err, errlen, "reading our own namespaces: %s", strerror(errno));
 		return NULL;
 	}

@@ -19,6 +19,9 @@
  *   post KEY COUNT  adds COUNT, releasing that many waiters
  *   new KEY         semget(KEY, 1, IPC_CREAT | IPC_EXCL | 0600): prints the id, or EEXIST when
  *                   the key is there already
+ *   fill NSEMS N    up to N private sets of NSEMS semaphores, kept: "fill: made K" and, if one
+ *                   was refused, "fill: refused ERRNO"; then a semop on the last one made
+ *                   ("fill: served"), to show the caller is still served (budget tests)
  *
  * Every blocking call has a timeout (semtimedop), so a broken daemon fails a test instead of
  * hanging it. Exit status 0 when every check held, 1 otherwise, 2 for a setup failure.
@@ -125,6 +128,21 @@ int main(int argc, char **argv)
 
 		if (id >= 0)
 			semctl(id, 0, IPC_RMID);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "fill")) {
+		int nsems = atoi(argv[2]), n = atoi(argv[3]), made = 0, id = -1, last = -1;
+		struct sembuf up = { 0, 1, 0 };
+
+		while (made < n && (id = semget(IPC_PRIVATE, nsems, 0600)) >= 0) {
+			last = id;
+			made++;
+		}
+		printf("fill: made %d\n", made);
+		if (id < 0)
+			printf("fill: refused %s\n", errname(errno));
+		if (last >= 0 && semop(last, &up, 1) == 0 && semctl(last, 0, GETVAL) == 1)
+			printf("fill: served\n");
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "wait")) {
