@@ -166,7 +166,7 @@ Test(daemon_budget, memory_returned)
 {
 	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX], *out;
 	struct dh_daemon d;
-	long before, peak, after = 0;
+	long before, peak, after = 0, slack;
 
 	/* ASan's allocator keeps what is freed in its quarantine: RSS does not come back there */
 	if (UNDER_ASAN)
@@ -197,9 +197,15 @@ Test(daemon_budget, memory_returned)
 	}
 	peak = dh_proc_status(d.pid, "VmHWM");
 	wait_ended(ctlpath, 3);
+	/*
+	 * Back within 10% of the start, or within one of the tenants' sets: glibc may keep the
+	 * chunk at the top of a worker's arena, which no trim hands back (seen in the debug build,
+	 * whose 32000-semaphore sets take 4 MB each; 20 sets or 16000-semaphore sets leave ~0.1 MB).
+	 */
+	slack = before / 10 > 5 * 1024 ? before / 10 : 5 * 1024;
 	for (int i = 0; i < 60; i++) {
 		after = dh_proc_status(d.pid, "VmRSS");
-		if (after <= before + before / 10)
+		if (after <= before + slack)
 			break;
 		dh_sleep_ms(50);
 	}
@@ -207,7 +213,7 @@ Test(daemon_budget, memory_returned)
 		"daemon_budget.memory_returned: VmRSS before %ld kB, peak %ld kB, after %ld kB\n",
 		before, peak, after);
 	cr_assert_gt(peak, before + 60000, "the tenants did not cost what they should have");
-	cr_assert_leq(after, before + before / 10,
+	cr_assert_leq(after, before + slack,
 		      "RSS stayed at %ld kB after the tenants left (%ld kB before, %ld kB at peak)",
 		      after, before, peak);
 	cr_assert_eq(dh_daemon_stop(&d), 0);
