@@ -198,7 +198,7 @@ static json_t *json_stats_doc(const Semvisor__Stats *s)
 	    " s:o, s:o,"
 	    " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
 	    " s:o, s:o,"
-	    " s:{s:o, s:o, s:o}, s:o, s:o,"
+	    " s:{s:o, s:o, s:o}, s:o, s:o, s:o,"
 	    " s:o, s:o}",
 	    "server", "pid", ju64(s->server_pid), "uptime_ms", ju64(s->uptime_ms), "since_reset_ms",
 	    ju64(s->since_reset_ms), "unix_ms", (json_int_t)s->unix_ms, "mono_ns", ju64(s->mono_ns),
@@ -212,8 +212,8 @@ static json_t *json_stats_doc(const Semvisor__Stats *s)
 	    "service_time", json_hist(s->service), "wait_time", json_hist(s->wait), "listeners",
 	    "now", ju64(s->listeners), "added", ju64(s->listeners_added), "gone",
 	    ju64(s->listeners_gone), "processes_exited", ju64(s->processes_exited),
-	    "namespaces_ended", ju64(s->namespaces_ended), "lock", json_lock(s->lock), "namespaces",
-	    nss);
+	    "namespaces_ended", ju64(s->namespaces_ended), "budget_refused",
+	    ju64(s->budget_refused), "lock", json_lock(s->lock), "namespaces", nss);
 	if (doc && s->n_clients) {
 		json_t *clients = json_array();
 

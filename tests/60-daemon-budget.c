@@ -72,9 +72,9 @@ static void need_setpriv(void)
 	free(out);
 }
 
-static char *stats(const char *ctl)
+static char *stats(const char *ctl, const char *json)
 {
-	const char *argv[] = { dh_bin("semvisorctl"), "--socket", ctl, "stats", NULL };
+	const char *argv[] = { dh_bin("semvisorctl"), "--socket", ctl, "stats", json, NULL };
 	char *out;
 
 	cr_assert_eq(dh_run(argv, 10000, &out), 0, "semvisorctl stats:\n%s", out);
@@ -91,13 +91,13 @@ static char *stats(const char *ctl)
  */
 Test(daemon_budget, per_uid_and_daemon_wide)
 {
-	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX], confopt[PATH_MAX + 16], *out;
-	const char *conf;
+	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX], confopt[PATH_MAX + 16], conf[PATH_MAX], *out;
 	struct dh_daemon d;
 
 	dh_setup();
 	need_setpriv();
-	conf = dh_path("budget.conf");
+	/* a copy: dh_path()'s buffers are reused after a few calls */
+	snprintf(conf, sizeof(conf), "%s", dh_path("budget.conf"));
 	dh_write_file(conf, "agent_socket_mode = 0666\nmax_semaphores_per_uid = 100\n"
 			    "max_semaphores = 250\n");
 	snprintf(confopt, sizeof(confopt), "--config=%s", conf);
@@ -122,9 +122,12 @@ Test(daemon_budget, per_uid_and_daemon_wide)
 		  "the daemon-wide bound did not hold:\n%s", out);
 	free(out);
 
-	out = stats(ctlpath);
+	out = stats(ctlpath, NULL);
 	cr_assert(strstr(out, "3 semgets refused (ENOSPC)"), "semvisorctl stats:\n%s", out);
 	cr_assert(strstr(out, "ENOSPC 3"), "semvisorctl stats:\n%s", out);
+	free(out);
+	out = stats(ctlpath, "--json");
+	cr_assert(strstr(out, "\"budget_refused\":3"), "semvisorctl stats --json:\n%s", out);
 	free(out);
 
 	/* a reload raises both bounds: uid 1000 gets 100 more, and no more */
