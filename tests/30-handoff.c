@@ -6,7 +6,7 @@
  * Every receive test counts the open fds before and after: a receiver that serves hundreds of
  * connections must not leak one fd per hostile sender. Criterion runs each test in its own
  * process, so a test may install the one filter with a listener that a process may have (SPEC
- * B1.3). The filter traps only getpgid(MAGIC_PID), which nothing but these tests calls: a trap
+ * B1.3). The filter traps only getpgid(FX_MAGIC_PID), which nothing but these tests calls: a trap
  * on a common call would hang the runtime (LeakSanitizer's tracer calls getppid, for one).
  */
 #include <criterion/criterion.h>
@@ -36,41 +36,23 @@
 #include <unistd.h>
 
 #include "handoff/xfer.h"
+#include "tests/lib/fixture.h"
 
 #ifndef SO_PASSPIDFD
 #define SO_PASSPIDFD 76
 #endif
 
-#define MAGIC_PID 0x5eed0c
-
 TestSuite(handoff, .timeout = 30);
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static int listener = -1;
-
-/* This process's listener: getpgid(MAGIC_PID) goes to it, everything else runs natively. */
+/* This process's listener (fixture.h); a failure to make it fails the test. */
 static int get_listener(void)
 {
-	struct sock_filter code[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getpgid, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAGIC_PID, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
+	int l = fx_magic_listener();
 
-	if (listener >= 0)
-		return listener;
-	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	listener = (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
-				SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-	cr_assert_geq(listener, 0, "seccomp NEW_LISTENER: %s", strerror(errno));
-	return listener;
+	cr_assert_geq(l, 0, "seccomp NEW_LISTENER: %s", strerror(-l));
+	return l;
 }
 
 static int count_fds(void)
@@ -680,17 +662,17 @@ Test(handoff, roundtrip_serves_a_call)
 	pair(sv);
 	cr_assert_eq(ho_send(sv[0], get_listener(), &in), 0);
 	cr_assert_eq(ho_recv(sv[1], &fd, &out, 1000, err, sizeof(err)), 0, "%s", err);
-	close(listener); /* only the received copy is left */
-	listener = -1;
+	close(get_listener()); /* only the received copy is left */
+	fx_magic_listener_closed();
 
 	child = fork();
 	cr_assert_geq(child, 0);
 	if (child == 0)
-		_exit(syscall(__NR_getpgid, MAGIC_PID) == 4242 ? 0 : 1);
+		_exit(syscall(__NR_getpgid, FX_MAGIC_PID) == 4242 ? 0 : 1);
 	memset(&req, 0, sizeof(req));
 	cr_assert_eq(ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &req), 0, "%s", strerror(errno));
 	cr_assert_eq(req.data.nr, __NR_getpgid);
-	cr_assert_eq(req.data.args[0], MAGIC_PID);
+	cr_assert_eq(req.data.args[0], FX_MAGIC_PID);
 	cr_assert_eq(req.pid, (uint32_t)child);
 	memset(&resp, 0, sizeof(resp));
 	resp.id = req.id;

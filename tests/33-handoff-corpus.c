@@ -38,39 +38,20 @@
 #include <unistd.h>
 
 #include "handoff/xfer.h"
+#include "tests/lib/fixture.h"
 
 #define CORPUS	  "tests/fuzz/corpus"
 #define VERDICTS  CORPUS "/handoff.verdicts"
 #define MAX_SEEDS 256
 #define LINE_MAX_ 4096
 
-/* A listener for this process: the filter traps only getpgid(MAGIC_PID), which nothing calls. */
-#define MAGIC_PID 0x5eed0c
-
-TestSuite(handoff_corpus, .timeout = 60);
-
+/* This process's listener (fixture.h); a failure to make it fails the test. */
 static int get_listener(void)
 {
-	struct sock_filter code[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getpgid, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAGIC_PID, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { sizeof(code) / sizeof(code[0]), code };
-	static int listener = -1;
+	int l = fx_magic_listener();
 
-	if (listener >= 0)
-		return listener;
-	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	listener = (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
-				SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-	cr_assert_geq(listener, 0, "seccomp NEW_LISTENER: %s", strerror(errno));
-	return listener;
+	cr_assert_geq(l, 0, "seccomp NEW_LISTENER: %s", strerror(-l));
+	return l;
 }
 
 struct line {

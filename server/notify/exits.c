@@ -94,7 +94,6 @@ static void process_exited(struct nt_super *s, struct nt_process *p, struct sv_w
 	CDS_LIST_HEAD(todo);
 	struct nt_thread *t;
 	struct sv_proc *svp;
-	bool removed;
 
 	/* This event holds the table's reference; it is dropped at the end. */
 	epoll_ctl(s->exits.fd, EPOLL_CTL_DEL, p->src.fd, NULL);
@@ -141,13 +140,7 @@ static void process_exited(struct nt_super *s, struct nt_process *p, struct sv_w
 	ghost_next++;
 	xunlock(&ghost_lock);
 
-	xlock(&s->tables_lock);
-	rcu_read_lock();
-	removed = cds_lfht_del(s->procs, &p->node) == 0;
-	rcu_read_unlock();
-	xunlock(&s->tables_lock);
-	if (removed)
-		nt_process_put(p); /* the table's */
+	nt_process_unlist(s, p);
 }
 
 void nt_drain_exits(struct nt_worker *wk)

@@ -156,15 +156,7 @@ struct nt_process *nt_process_get(struct nt_super *s, int32_t tgid, int *err)
 	/* Watched only once listed: an exit event always finds its record in the table. */
 	*err = nt_watch_exit(s, &p->src);
 	if (*err) {
-		bool removed;
-
-		xlock(&s->tables_lock);
-		rcu_read_lock();
-		removed = cds_lfht_del(s->procs, &p->node) == 0;
-		rcu_read_unlock();
-		xunlock(&s->tables_lock);
-		if (removed)
-			nt_process_put(p); /* the table's */
+		nt_process_unlist(s, p);
 		nt_process_put(p);
 		return NULL;
 	}
@@ -207,6 +199,19 @@ struct nt_thread *nt_thread_find(struct nt_super *s, int32_t tid)
 	}
 	rcu_read_unlock();
 	return t;
+}
+
+void nt_process_unlist(struct nt_super *s, struct nt_process *p)
+{
+	bool removed;
+
+	xlock(&s->tables_lock);
+	rcu_read_lock();
+	removed = cds_lfht_del(s->procs, &p->node) == 0;
+	rcu_read_unlock();
+	xunlock(&s->tables_lock);
+	if (removed)
+		nt_process_put(p); /* the table's */
 }
 
 struct nt_thread *nt_thread_add(struct nt_super *s, struct nt_thread *t, int *err)

@@ -123,6 +123,8 @@ void nt_process_put(struct nt_process *p);
  * process that has been reaped: handle the pending exits, nt_drain_exits(), and ask again).
  */
 struct nt_process *nt_process_get(struct nt_super *s, int32_t tgid, int *err);
+/* Take p out of the table, dropping the table's reference if this call is what took it out. */
+void nt_process_unlist(struct nt_super *s, struct nt_process *p);
 
 /*
  * Put t, whole, in the table: t, or (another worker was quicker) the record already there

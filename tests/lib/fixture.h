@@ -75,6 +75,16 @@ long fx_ipc_stat(struct fx_caller *fc, int id, struct fx_stat *st);
  */
 void fx_confine(int sock);
 
+/*
+ * This process's own listener, made once: its filter traps only getpgid(FX_MAGIC_PID), which
+ * nothing but the tests that want a notification call, so everything else runs natively.
+ * -errno if the filter could not be installed. A test that closes it says so, and the next
+ * call makes none: a process may have only one filter with a listener.
+ */
+#define FX_MAGIC_PID 0x5eed0c
+int fx_magic_listener(void);
+void fx_magic_listener_closed(void);
+
 #define SOPS(...)                                                                                  \
 	(sizeof((struct sv_sembuf[]){ __VA_ARGS__ }) / sizeof(struct sv_sembuf)),                  \
 	    ((const struct sv_sembuf[]){ __VA_ARGS__ })
