@@ -23,6 +23,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -393,6 +394,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * A tenant's big sets are mapped on their own and unmapped when freed. glibc would raise
+	 * its mmap threshold after the first such free and serve later ones from a worker's arena,
+	 * whose top chunk (up to twice the threshold) no trim hands back: set, it stays fixed.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	/* a pidfd per confined thread and process: take every fd we may */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
