@@ -80,68 +80,86 @@ static bool meta_get(const char *meta, const char *word, char *value, size_t vle
 	return false;
 }
 
-/*
- * Make room for a connection of uid: 0, or -EAGAIN when every thread is taken (the caller
- * then leaves the backlog alone until one ends). Caller holds conns_lock.
- */
-static int make_room(uid_t uid)
+/* A free slot in conns, or -1 when every thread is taken. Caller holds conns_lock. */
+static int free_slot(void)
 {
-	int threads = 0, live = 0, nonroot = 0, mine = 0, most = 0;
-	uid_t greedy = uid;
-	struct conn *victim = NULL;
+	for (int i = 0; i < AGENT_THREADS; i++)
+		if (!conns[i])
+			return i;
+	return -1;
+}
+
+/* Connections of uid being received, not dropped. Caller holds conns_lock. */
+static int live_of(uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < AGENT_THREADS; i++)
+		n += conns[i] && !conns[i]->dropped && conns[i]->peer.uid == uid;
+	return n;
+}
+
+/* The non-root uid with the most connections being received. Caller holds conns_lock. */
+static uid_t greediest(void)
+{
+	uid_t greedy = 0;
+	int most = 0;
 
 	for (int i = 0; i < AGENT_THREADS; i++) {
 		struct conn *c = conns[i];
-		int n = 0;
+		int n;
 
-		if (!c)
-			continue;
-		threads++;
-		if (c->dropped)
-			continue;
-		live++;
-		nonroot += c->peer.uid != 0;
-		mine += c->peer.uid == uid;
-		for (int j = 0; j < AGENT_THREADS; j++)
-			n += conns[j] && !conns[j]->dropped && conns[j]->peer.uid == c->peer.uid;
-		if (c->peer.uid != 0 && n > most) {
+		if (c && !c->dropped && c->peer.uid != 0 && (n = live_of(c->peer.uid)) > most) {
 			most = n;
 			greedy = c->peer.uid;
 		}
 	}
-	if (threads >= AGENT_THREADS)
-		return -EAGAIN;
-	if (uid != 0 && mine >= AGENT_PER_UID)
-		greedy = uid; /* over its own share: its oldest goes */
+	return greedy;
+}
+
+/* Make room for a connection of uid, dropping another if a share is full. Caller holds
+   conns_lock, and has found a free slot. */
+static void make_room(uid_t uid)
+{
+	struct conn *victim = NULL;
+	int live = 0, nonroot = 0;
+	uid_t from;
+
+	for (int i = 0; i < AGENT_THREADS; i++) {
+		if (conns[i] && !conns[i]->dropped) {
+			live++;
+			nonroot += conns[i]->peer.uid != 0;
+		}
+	}
+	if (uid != 0 && live_of(uid) >= AGENT_PER_UID)
+		from = uid; /* over its own share: its oldest goes */
 	else if (live < AGENT_INFLIGHT &&
 		 (uid == 0 || nonroot < AGENT_INFLIGHT - AGENT_ROOT_RESERVE))
-		return 0;
-	else if (uid == 0 && nonroot == 0)
-		greedy = 0; /* all root's: root's oldest goes */
+		return;
+	else
+		/* the greediest uid's oldest; if all are root's, one of its own uid, if any */
+		from = nonroot ? greediest() : uid;
 	for (int i = 0; i < AGENT_THREADS; i++) {
 		struct conn *c = conns[i];
 
-		if (c && !c->dropped && c->peer.uid == greedy && (!victim || c->seq < victim->seq))
+		if (c && !c->dropped && c->peer.uid == from && (!victim || c->seq < victim->seq))
 			victim = c;
 	}
 	if (victim) {
 		victim->dropped = true;
 		shutdown(victim->fd, SHUT_RDWR); /* its receive ends now */
 	}
-	return 0;
 }
 
 static void conn_end(struct conn *c)
 {
-	bool was_full = true;
+	bool was_full;
 
 	xlock(&conns_lock);
-	for (int i = 0; i < AGENT_THREADS; i++) {
-		if (!conns[i])
-			was_full = false;
-		else if (conns[i] == c)
+	was_full = free_slot() < 0;
+	for (int i = 0; i < AGENT_THREADS; i++)
+		if (conns[i] == c)
 			conns[i] = NULL;
-	}
 	xunlock(&conns_lock);
 	close(c->fd);
 	if (was_full)
@@ -213,18 +231,17 @@ bool agent_accept(struct daemon *d, int lfd)
 		socklen_t len = sizeof(struct ucred);
 		struct conn *c;
 		pthread_t t;
-		int fd, slot = -1;
-		bool full;
+		int fd, slot;
 
-		/* Every thread taken (dropped connections still ending): leave the backlog alone. */
+		/*
+		 * Every thread taken (dropped connections still ending): leave the backlog alone.
+		 * Only this thread adds, so a slot free now is still free below.
+		 */
 		xlock(&conns_lock);
-		for (slot = 0; slot < AGENT_THREADS && conns[slot]; slot++)
-			;
-		full = slot == AGENT_THREADS;
+		slot = free_slot();
 		xunlock(&conns_lock);
-		if (full)
+		if (slot < 0)
 			return false;
-		slot = -1;
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -245,18 +262,10 @@ bool agent_accept(struct daemon *d, int lfd)
 			c->peer.pid = 0;
 		}
 		xlock(&conns_lock);
-		if (make_room(c->peer.uid) == 0) {
-			for (slot = 0; conns[slot]; slot++)
-				;
-			c->seq = ++conns_seq;
-			conns[slot] = c;
-		}
+		make_room(c->peer.uid);
+		c->seq = ++conns_seq;
+		conns[slot] = c;
 		xunlock(&conns_lock);
-		if (slot < 0) { /* (only this thread adds: a free slot stays free) */
-			close(fd);
-			free(c);
-			return false;
-		}
 		if (pthread_create(&t, NULL, receive, c)) {
 			conn_end(c);
 			continue;
