@@ -3,10 +3,7 @@
  * How thread and process records end (exits.h).
  */
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <unistd.h>
 
 #include "lock/xpthread.h"
 #include "notify/exits.h"

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/audit.h>
