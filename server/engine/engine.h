@@ -102,6 +102,12 @@ struct sv_set {
 	atomic_int refcount;
 	atomic_int use_global_lock; /* > 0: complex mode; release/acquire pair in sem.c */
 	int complex_count;	    /* parked operations on more than one semaphore */
+	/*
+	 * Parked operations of any kind, changed under the lock of the list they join or leave
+	 * (a semaphore's lock in simple mode: hence atomic). Under the set lock it is exact, and
+	 * zero lets a whole-set change skip the walk over every semaphore's lists.
+	 */
+	atomic_int nwaiters;
 	bool deleted;
 	_Atomic uint32_t uid, gid, cuid, cgid, mode;
 	_Atomic int64_t ctime;
