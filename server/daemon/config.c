@@ -104,7 +104,9 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 			c->workers = (int)n;
 			return 0;
 		}
-		snprintf(err, errlen, "workers wants a number from 0 (the default, 1) to 1024");
+		snprintf(
+		    err, errlen,
+		    "workers wants a number from 0 (the default: one per 4 CPUs, 1 to 8) to 1024");
 	} else if (!strcmp(key, "limits")) {
 		if (!sv_limits_parse(v, &c->limits)) {
 			c->have_limits = true;

@@ -25,6 +25,7 @@
 #include <libgen.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,7 +78,8 @@ static void usage(FILE *f)
 		"                             (default " CFG_DEFAULT_AGENT ")\n"
 		"      --control-socket=PATH  the control socket for semvisorctl\n"
 		"                             (default " CFG_DEFAULT_CONTROL "; empty: none)\n"
-		"      --workers=N            worker threads (default 1)\n"
+		"      --workers=N            worker threads (default: one per 4 CPUs the\n"
+		"                             daemon may run on, 1 to 8)\n"
 		"      --limits=MSL,MNS,OPM,MNI\n"
 		"                             semaphore limits of every namespace, in\n"
 		"                             /proc/sys/kernel/sem order (default: the host's)\n"
@@ -270,6 +272,23 @@ int systemd_socket(const char *want)
 
 /* ---- the loop ---- */
 
+/*
+ * Workers when none are asked for. On 2 CPUs one worker serves calls fastest (nt_super_new()
+ * says why): its receiver and the bulk lane's worker already make three threads. Listeners,
+ * unlike one program's calls, are served in parallel by the kernel, so where CPUs are many,
+ * more workers serve more tenants at once; a CPU in four leaves the rest to the tenants.
+ */
+static int default_workers(void)
+{
+	cpu_set_t cpus;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(cpus), &cpus))
+		return 1;
+	n = CPU_COUNT(&cpus) / 4;
+	return n < 1 ? 1 : n > 8 ? 8 : n;
+}
+
 static struct daemon the_daemon;
 
 static ev_io agent_w;
@@ -407,7 +426,8 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stderr, NULL, _IOLBF, 0);
 
-	nc.nworkers = d->cfg.workers;
+	nc.nworkers = d->cfg.workers ? d->cfg.workers : default_workers();
+	nc.bulk_lane = true; /* tenants: a heavy one must not hold up the others */
 	nc.limits = d->cfg.have_limits ? &d->cfg.limits : NULL;
 	nc.trace = d->cfg.trace ? stderr : NULL;
 	d->budget = sv_budget_new(&d->cfg.budget);

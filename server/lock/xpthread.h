@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Checked pthread mutex calls. A mutex call that fails is a broken invariant (a lock not held,
+ * Checked pthread mutex (and condition variable) calls. A call that fails is a broken invariant (a lock not held,
  * a destroyed mutex), never a condition to handle: abort at once, where it happened.
  *
  * Debug builds (SV_DEBUG, make DEBUG=1) also keep, per thread, the list of mutexes it took
@@ -93,6 +93,27 @@ static inline void xunlock(pthread_mutex_t *m)
 {
 	xpthread_debug_unlocking(m);
 	if (pthread_mutex_unlock(m))
+		abort();
+}
+
+static inline void xcond_init(pthread_cond_t *c)
+{
+	if (pthread_cond_init(c, NULL))
+		abort();
+}
+
+/* Wait on @c, letting @m go meanwhile. Caller holds @m (xlock()). */
+static inline void xcond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	xpthread_debug_unlocking(m);
+	if (pthread_cond_wait(c, m))
+		abort();
+	xpthread_debug_locked(m);
+}
+
+static inline void xcond_signal(pthread_cond_t *c)
+{
+	if (pthread_cond_signal(c))
 		abort();
 }
 

@@ -80,6 +80,8 @@ void nt_super_reset_stats(struct nt_super *s)
 		stats_zero(&s->workers[i].stats);
 	if (s->rcv)
 		stats_zero(&s->rcv->wk.stats);
+	if (s->bulk)
+		stats_zero(&s->bulk->stats);
 	stats_zero(&s->events);
 	nsreg_for_each(&s->reg, ns_reset_stats, NULL);
 }
@@ -149,6 +151,8 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 		stats_add(out, &s->workers[i].stats);
 	if (s->rcv)
 		stats_add(out, &s->rcv->wk.stats);
+	if (s->bulk)
+		stats_add(out, &s->bulk->stats);
 	stats_add(out, &s->events);
 	out->namespaces_ended += atomic_load_explicit(&s->reg.ended, memory_order_relaxed);
 	if (s->reg.budget) {

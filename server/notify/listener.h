@@ -32,12 +32,34 @@ struct nt_listener {
 	 * for a hang-up only, which the worker passes on to the receiver instead of handling.
 	 */
 	atomic_bool received;
-	bool gone;		    /* POLLHUP seen; under s->lock */
-	struct nt_ns *fixed_ns;	    /* listener_opts.ns_name (a reference), or NULL */
-	atomic_uint_fast64_t calls; /* notifications received */
-	atomic_int parked;	    /* its calls on s->parked now */
+	bool gone;		/* POLLHUP seen; under s->lock */
+	struct nt_ns *fixed_ns; /* listener_opts.ns_name (a reference), or NULL */
+	/*
+	 * When it last made a heavy call (0: never), for its lane (super.c). Written by the
+	 * worker that served the call, read by the one that owns its next event.
+	 */
+	_Atomic int64_t heavy_ns;
+	struct cds_list_head bulk_node; /* s->bulk_queue while queued there, under s->bulk_lock */
+	atomic_uint_fast64_t calls;	/* notifications received */
+	atomic_int parked;		/* its calls on s->parked now */
 	char name[64];
 };
+
+/*
+ * What makes a call heavy: the caller's memory it moved (a SETALL or GETALL of 8192
+ * semaphores, 2730 sops) or the waiters it woke, each answered in turn. Work, not time: a
+ * worker the machine's load preempts must not make an ordinary call look heavy.
+ */
+#define NT_HEAVY_BYTES	 16384
+#define NT_HEAVY_WAKES	 32
+#define NT_HEAVY_HOLD_NS 1000000000LL /* a listener stays heavy this long after such a call */
+
+static inline bool nt_listener_heavy(const struct nt_listener *l, int64_t now)
+{
+	int64_t t = atomic_load_explicit(&l->heavy_ns, memory_order_relaxed);
+
+	return t && now - t < NT_HEAVY_HOLD_NS;
+}
 
 static inline void nt_listener_get(struct nt_listener *l)
 {

@@ -31,6 +31,7 @@ struct nt_config {
 	struct sv_budget *budget;	/* shared by every namespace (referenced); NULL: none */
 	FILE *trace;			/* non-NULL: one line per served call */
 	bool exit_when_idle;		/* run() returns once the last listener is gone */
+	bool bulk_lane;			/* heavy listeners get a lane of their own (super.c) */
 };
 
 struct nt_listener_opts {
@@ -76,6 +77,7 @@ struct nt_stats {
 	uint64_t received;	 /* notifications the receiver took with its blocking NOTIF_RECV */
 	uint64_t handovers;	 /* listeners handed over to the receiver */
 	uint64_t budget_refused; /* semgets refused with ENOSPC by the budget (nt_config.budget) */
+	uint64_t bulk_calls;	 /* calls of heavy listeners, served in the bulk lane */
 };
 
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen);

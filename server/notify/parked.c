@@ -248,11 +248,12 @@ bool nt_drop_parked(struct nt_worker *wk, struct nt_thread *thr, bool remember)
 	return true;
 }
 
-void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
+unsigned int nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 {
 	struct sv_waiter *w;
+	unsigned int n = 0;
 
-	while ((w = sv_wakeq_pop(wq))) {
+	for (; (w = sv_wakeq_pop(wq)); n++) {
 		struct nt_req *r = sv_waiter_cookie(w);
 		struct nt_thread *thr = r->thr;
 		struct nt_super *s = r->l->super;
@@ -305,6 +306,7 @@ void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 		sv_waiter_free(w);
 		nt_req_put(r);
 	}
+	return n;
 }
 
 void nt_sweep(struct nt_worker *wk)

@@ -74,8 +74,8 @@ int nt_park(struct nt_super *s, struct nt_req *r);
  */
 bool nt_drop_parked(struct nt_worker *wk, struct nt_thread *thr, bool remember);
 
-/* Answer every waiter the engine completed onto wq. Caller holds no thread lock. */
-void nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq);
+/* Answer every waiter the engine completed onto wq: how many. Caller holds no thread lock. */
+unsigned int nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq);
 
 /* The timer fired: answer the calls whose deadline passed (EAGAIN). */
 void nt_timers_expire(struct nt_worker *wk);

@@ -35,7 +35,9 @@
  *    acknowledges at the top of its loop, and the worker repeats the signal until it does.
  *    Kicks are rare: a hand-over, a hang-up, the stop.
  *  - Only listeners with SYNC_WAKE_UP (Linux 6.6+) are offered: without it a blocking RECV
- *    gains nothing over epoll, which then serves them all.
+ *    gains nothing over epoll, which then serves them all. Nor are heavy ones (super.c's
+ *    lanes): the receiver hands its listener back once it has become heavy, and the worker
+ *    then moves it to the bulk lane.
  */
 #include <errno.h>
 #include <limits.h>
@@ -190,6 +192,11 @@ static void *receiver_main(void *arg)
 			    &r->served, atomic_load_explicit(&r->served, memory_order_relaxed) + 1,
 			    memory_order_relaxed);
 			NT_ADD(&r->wk.stats, received, 1);
+			/* Its next call goes to the bulk lane: through the worker (super.c). */
+			if (s->bulk && nt_listener_heavy(r->hot, nt_now_ns())) {
+				receiver_hand_back(s, r->hot);
+				r->hot = NULL;
+			}
 		} else {
 			check = true;
 		}

@@ -106,6 +106,7 @@ struct call_ctx {
 		const void *data;
 	} pre[2];
 	int npre;
+	size_t moved; /* bytes of the caller's memory read and written: the call's weight */
 	struct timespec ts;
 	struct sv_sembuf sops[PREFETCH_SOPS];
 };
@@ -122,6 +123,7 @@ static int op_read(const struct sv_caller *c, uint64_t addr, void *buf, size_t l
 			return 0;
 		}
 	}
+	cx->moved += len;
 	if (nt_read(cx->l, cx->thr->tid, addr, buf, len))
 		return -EFAULT;
 	/* Read by number: ours only if the caller still waits (ident.h). */
@@ -137,6 +139,7 @@ static int op_write(const struct sv_caller *c, uint64_t addr, const void *buf, s
 	/* Never write into a process that is not our caller any more. */
 	if (!nt_waits(cx->l, cx->notif_id))
 		return -EFAULT;
+	cx->moved += len;
 	return nt_write(cx->l, cx->thr->tid, addr, buf, len) ? -EFAULT : 0;
 }
 
@@ -639,7 +642,8 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		sv_proc_put(cx.c.proc);
 out:
 	ident_end(&cx.id);
-	nt_deliver(wk, &wq);
+	if ((nt_deliver(wk, &wq) >= NT_HEAVY_WAKES || cx.moved >= NT_HEAVY_BYTES) && s->bulk)
+		atomic_store_explicit(&l->heavy_ns, nt_now_ns(), memory_order_relaxed);
 	nt_thread_put(thr);
 }
 

@@ -8,6 +8,24 @@
  * Every source is registered EPOLLONESHOT: the worker that gets an event owns the source until
  * it re-arms it. A listener is re-armed right after it is received from, so another worker can
  * take the next call while this one serves.
+ *
+ * Lanes
+ * -----
+ * semvisord serves tenants that do not trust each other, and its workers serve their listeners
+ * in turn (epoll's ready list is first in, first out, and a listener is re-armed after each
+ * call). That is fair per call, not per unit of work: a tenant whose every call is a SETALL or
+ * GETALL of 32000 semaphores (40 us of work, 64 KiB of its memory copied) would make everyone
+ * else's calls of a few microseconds wait behind its own. So in semvisord (nt_config.bulk_lane)
+ * a listener that makes a heavy call (listener.h: counted in bytes moved and waiters woken,
+ * never in time) is served by the bulk lane's worker until NT_HEAVY_HOLD_NS pass without
+ * one: the worker that gets its event passes the event on, through s->bulk_queue, instead of
+ * receiving the call. Heavy listeners take turns at the bulk worker, light ones at the main
+ * workers, and a light call never waits for a heavy one except the one that made its listener
+ * heavy: at most one per listener per hold period, whatever the listener does. Passing an
+ * event on costs the main worker a lock and a wake-up, not the call's work. The receiver never
+ * keeps a heavy listener (receiver.c). Everything else, parked calls, timers, exits and
+ * hang-ups, stays with the main workers, and the listener stays in their epoll set: its event
+ * is passed on whole, so the bulk worker owns the listener until it re-arms it there.
  */
 #include <errno.h>
 #include <signal.h>
@@ -60,6 +78,53 @@ static void listener_hup(struct nt_worker *wk, struct nt_listener *l)
 		nt_super_stop(s);
 }
 
+/* Pass the event of a heavy listener on to the bulk worker. Caller owns the listener's source. */
+static void bulk_pass(struct nt_super *s, struct nt_listener *l)
+{
+	nt_listener_get(l); /* the queue's */
+	xlock(&s->bulk_lock);
+	cds_list_add_tail(&l->bulk_node, &s->bulk_queue);
+	xcond_signal(&s->bulk_cond);
+	xunlock(&s->bulk_lock);
+}
+
+/* The bulk lane's worker: the events passed on to it, in turn, until the supervisor stops. */
+static void *bulk_main(void *arg)
+{
+	struct nt_worker *wk = arg;
+	struct nt_super *s = wk->super;
+	struct nt_listener *l;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	sv_thread_register();
+	for (;;) {
+		xlock(&s->bulk_lock);
+		while (cds_list_empty(&s->bulk_queue) &&
+		       !atomic_load_explicit(&s->stopping, memory_order_relaxed))
+			xcond_wait(&s->bulk_cond, &s->bulk_lock);
+		if (atomic_load_explicit(&s->stopping, memory_order_relaxed)) {
+			xunlock(&s->bulk_lock);
+			break;
+		}
+		l = cds_list_first_entry(&s->bulk_queue, struct nt_listener, bulk_node);
+		cds_list_del(&l->bulk_node);
+		xunlock(&s->bulk_lock);
+		NT_ADD(&wk->stats, bulk_calls, 1);
+		nt_receive(wk, l, true); /* re-armed in the main set: a hang-up goes there */
+		nt_listener_put(l);
+	}
+	/* Stopping: nothing is re-armed any more; the queue's references go. */
+	while (!cds_list_empty(&s->bulk_queue)) {
+		l = cds_list_first_entry(&s->bulk_queue, struct nt_listener, bulk_node);
+		cds_list_del(&l->bulk_node);
+		nt_listener_put(l);
+	}
+	sv_thread_unregister();
+	return NULL;
+}
+
 /* Handles one event from the epoll set; false when the supervisor stops. */
 static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
 {
@@ -76,6 +141,8 @@ static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
 				nt_receiver_kick(s);
 			else
 				listener_hup(wk, l);
+		} else if (s->bulk && nt_listener_heavy(l, nt_now_ns())) {
+			bulk_pass(s, l);
 		} else if (!s->rcv || !l->sync_wake) {
 			nt_receive(wk, l, true);
 		} else {
@@ -184,7 +251,10 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 	s->cfg.limits = NULL; /* the registry keeps them */
 	CDS_INIT_LIST_HEAD(&s->listeners);
 	CDS_INIT_LIST_HEAD(&s->parked);
+	CDS_INIT_LIST_HEAD(&s->bulk_queue);
 	xmutex_init(&s->lock);
+	xmutex_init(&s->bulk_lock);
+	xcond_init(&s->bulk_cond);
 	xmutex_init(&s->tables_lock);
 	xmutex_init(&s->timers_lock);
 	xmutex_init(&s->parked_lock);
@@ -233,6 +303,13 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 			return NULL;
 		}
 	}
+	if (cfg->bulk_lane) {
+		s->bulk = calloc(1, sizeof(*s->bulk));
+		if (!s->bulk || !worker_init(s->bulk, s, notif_size)) {
+			snprintf(err, errlen, "out of memory");
+			return NULL;
+		}
+	}
 	/* Beside several workers a receiver would only take calls from them. */
 	if (s->nworkers == 1) {
 		s->rcv = aligned_alloc(64, sizeof(*s->rcv));
@@ -252,6 +329,14 @@ int nt_super_start(struct nt_super *s)
 
 	if (s->rcv && (err = nt_receiver_start(s)))
 		return err;
+	if (s->bulk) {
+		if ((err = pthread_create(&s->bulk->thread, NULL, bulk_main, s->bulk))) {
+			nt_super_stop(s);
+			nt_super_wait(s);
+			return -err;
+		}
+		s->bulk_running = true;
+	}
 	for (s->started = 0; s->started < s->nworkers; s->started++) {
 		err = pthread_create(&s->workers[s->started].thread, NULL, worker_main,
 				     &s->workers[s->started]);
@@ -270,6 +355,13 @@ void nt_super_wait(struct nt_super *s)
 	for (int i = 0; i < s->started; i++)
 		pthread_join(s->workers[i].thread, NULL);
 	s->started = 0;
+	if (s->bulk_running) {
+		xlock(&s->bulk_lock); /* s->stopping is set: see it, under the lock it waits with */
+		xcond_signal(&s->bulk_cond);
+		xunlock(&s->bulk_lock);
+		pthread_join(s->bulk->thread, NULL);
+		s->bulk_running = false;
+	}
 	if (s->rcv && s->rcv->running) {
 		nt_receiver_kick(s); /* in case no worker was there to (s->stopping is set) */
 		pthread_join(s->rcv->wk.thread, NULL);
@@ -322,6 +414,10 @@ void nt_super_free(struct nt_super *s)
 	if (s->rcv) {
 		worker_fini(&s->rcv->wk);
 		free(s->rcv);
+	}
+	if (s->bulk) {
+		worker_fini(s->bulk);
+		free(s->bulk);
 	}
 	free(s->timers);
 }

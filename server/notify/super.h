@@ -3,7 +3,7 @@
  * The supervisor's state, shared by the files of this folder, and the order its locks nest in.
  *
  * Files, each calling only those listed after it:
- *   super.c      the workers' loop and the supervisor's life (new, start, stop, free)
+ *   super.c      the workers' loop, the lanes, the supervisor's life (new, start, stop, free)
  *   admin.c      control-plane questions and orders (notify.h)
  *   receiver.c   the receiver thread beside a lone worker
  *   serve.c      serving one call
@@ -23,8 +23,8 @@
  *                                                     > s->timers_lock, s->parked_lock
  *   s->tables_lock (records.h): inside s->exits_lock at most, never with a thread lock, with
  *                  proc->lock inside it.
- *   s->lock (listeners), the ghost lock (exits.c), s->timers_lock, s->parked_lock: nothing
- *                  inside them.
+ *   s->lock (listeners), the ghost lock (exits.c), s->timers_lock, s->parked_lock,
+ *                  s->bulk_lock: nothing inside them.
  * Workers hold no lock while they wait, except a thread's own lock while one of its calls is
  * decided and answered (its notification is pending, so nobody else needs the lock but a
  * deliverer, canceller or timer of that thread's parked call, and its own next call, which
@@ -80,6 +80,15 @@ struct nt_super {
 	int nworkers, started;
 	struct nt_worker *workers;
 	struct nt_receiver *rcv; /* NULL: none (more than one worker) */
+	/*
+	 * The bulk lane (super.c): its worker (NULL: no lane) and the heavy listeners whose
+	 * events it owns, in the order they came (nt_listener.bulk_node).
+	 */
+	struct nt_worker *bulk;
+	pthread_mutex_t bulk_lock;
+	pthread_cond_t bulk_cond;
+	struct cds_list_head bulk_queue;
+	bool bulk_running;
 	size_t resp_size;
 	atomic_bool stopping;
 
