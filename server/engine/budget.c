@@ -45,9 +45,11 @@
  * Locking: b->lock protects the totals' writes and the uid table. It is a leaf: nothing is
  * taken under it, and it may be taken under any engine lock (ids_lock for semget; ids_lock
  * and a set lock for removal; a set or semaphore lock and proc->lock for undo entries and the
- * park path) or none (sv_waiter_free, the registry). Nothing on a semop path that completes at
- * once touches a budget. The maxima and the totals are atomics, read without the lock
- * (statistics, reloads).
+ * park path) or none (sv_waiter_free, the registry). A semop that completes at once touches a
+ * budget only when it makes its process's first undo entry for the set, a path that allocates
+ * and takes the set lock anyway; the common semop, and one with an undo entry already made,
+ * never do. The maxima and the totals are atomics, read without the lock (statistics, reloads).
+ * The cost on the park path: the budget lock twice (charge, credit) and a reference count.
  */
 #include <errno.h>
 #include <string.h>
