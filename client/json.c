@@ -214,6 +214,14 @@ static json_t *json_stats_doc(const Semvisor__Stats *s)
 	    ju64(s->listeners_gone), "processes_exited", ju64(s->processes_exited),
 	    "namespaces_ended", ju64(s->namespaces_ended), "budget_refused",
 	    ju64(s->budget_refused), "lock", json_lock(s->lock), "namespaces", nss);
+	if (doc &&
+	    json_object_set_new(
+		doc, "budget_refused_kind",
+		json_pack("{s:o, s:o, s:o, s:o, s:o}", "semaphores", ju64(s->budget_refused_sems),
+			  "sets", ju64(s->budget_refused_sets), "undos",
+			  ju64(s->budget_refused_undos), "waiters", ju64(s->budget_refused_waiters),
+			  "namespaces", ju64(s->budget_refused_namespaces))))
+		oom();
 	if (doc && s->n_clients) {
 		json_t *clients = json_array();
 

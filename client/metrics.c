@@ -242,7 +242,19 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 		"IPC namespaces found gone in the kernel, their sets with them.",
 		s->namespaces_ended);
 	counter(f, "semvisor_budget_refused_total",
-		"semget calls refused with ENOSPC by the memory budget.", s->budget_refused);
+		"Calls refused by the memory budget (every kind).", s->budget_refused);
+	family(f, "semvisor_budget_refused_kind_total", "counter",
+	       "Calls refused by the memory budget, by the bound that refused: semget ENOSPC "
+	       "(semaphores, sets), semop ENOMEM (undos, waiters), calls from an IPC namespace "
+	       "past max_namespaces (namespaces).");
+	sample1(f, "semvisor_budget_refused_kind_total", "kind", "semaphores",
+		s->budget_refused_sems);
+	sample1(f, "semvisor_budget_refused_kind_total", "kind", "sets", s->budget_refused_sets);
+	sample1(f, "semvisor_budget_refused_kind_total", "kind", "undos", s->budget_refused_undos);
+	sample1(f, "semvisor_budget_refused_kind_total", "kind", "waiters",
+		s->budget_refused_waiters);
+	sample1(f, "semvisor_budget_refused_kind_total", "kind", "namespaces",
+		s->budget_refused_namespaces);
 
 	/* only the adaptive mutex keeps these: with another lock they would be zeros that lie */
 	if (l && !strcmp(l->kind, "amutex")) {

@@ -307,7 +307,9 @@ static const struct cmd cmds[] = {
 	  "With --json: one object with the members server, calls, semctl_commands,\n"
 	  "errors, waits, service_time, wait_time (count, median_le_ns, p99_le_ns,\n"
 	  "buckets[{le_ns, count}], le_ns null for the open-ended last bucket), listeners,\n"
-	  "processes_exited, namespaces_ended, budget_refused, lock and namespaces.\n" },
+	  "processes_exited, namespaces_ended, budget_refused (calls the memory budget\n"
+	  "refused) and budget_refused_kind (semaphores, sets, undos, waiters, namespaces:\n"
+	  "by the bound that refused), lock and namespaces.\n" },
 	{ "ipcs", cmd_ipcs, 0, O_JSON | O_NS, "ipcs [--ns NAME] [--json]",
 	  "List the semaphore sets, as ipcs -s does, in every namespace (or only NAME):\n"
 	  "NAMESPACE, KEY (hex), SEMID, OWNER, PERMS (octal), NSEMS, LAST-SEMOP and\n"

@@ -183,8 +183,15 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 		"clients", s->listeners, (unsigned long long)s->listeners_added,
 		(unsigned long long)s->listeners_gone, (unsigned long long)s->processes_exited,
 		(unsigned long long)s->namespaces_ended);
-	fprintf(f, "%-13s %llu semgets refused (ENOSPC)\n", "budget",
-		(unsigned long long)s->budget_refused);
+	fprintf(f,
+		"%-13s %llu refused: %llu semaphores, %llu sets (semget ENOSPC); %llu undo "
+		"entries, %llu waiters (semop ENOMEM); %llu namespaces\n",
+		"budget", (unsigned long long)s->budget_refused,
+		(unsigned long long)s->budget_refused_sems,
+		(unsigned long long)s->budget_refused_sets,
+		(unsigned long long)s->budget_refused_undos,
+		(unsigned long long)s->budget_refused_waiters,
+		(unsigned long long)s->budget_refused_namespaces);
 	if (l && !strcmp(l->kind, "amutex"))
 		fprintf(f,
 			"%-13s %s: %llu acquired (%llu free, %llu spun, %llu slept); %llu sleeps, "

@@ -2,7 +2,10 @@
 /*
  * Budgets (budget.c): semaphores and sets bounded across every namespace sharing a budget, in
  * all and per creating uid; ENOSPC exactly past a bound, and the charge given back by IPC_RMID
- * and by the namespace's end.
+ * and by the namespace's end. Undo entries and parked calls: ENOMEM exactly past a bound, and
+ * the count back to exactly zero whichever way each ended (completed, timed out or cancelled,
+ * rolled back, orphaned by its process's exit, IPC_RMID, the namespace's end). Namespaces:
+ * the charge the notify layer's registry makes, ENOSPC past a bound.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -191,5 +194,243 @@ Test(engine_budget, new_limits_and_no_budget)
 	cr_assert_eq(sv_budget_uid_sems(budget, A), 50);
 	fx_caller_exit(free_caller, NULL);
 	sv_ns_put(free_ns);
+	stop();
+}
+
+static long used(enum sv_budget_kind k)
+{
+	return info().used[k];
+}
+
+static uint64_t refused(enum sv_budget_kind k)
+{
+	return info().refused_kind[k];
+}
+
+static long uid_n(uint32_t uid, enum sv_budget_kind k)
+{
+	return sv_budget_uid_count(budget, uid, k);
+}
+
+/* a set of nsems at 0 that anyone may use */
+static int open_set(struct fx_caller *fc, int nsems)
+{
+	long id = sv_semget(&fc->c, SV_IPC_PRIVATE, nsems, 0666);
+
+	cr_assert_geq(id, 0);
+	return (int)id;
+}
+
+static long post(struct fx_caller *fc, int id, int semnum, struct sv_wakeq *wq)
+{
+	struct sv_sembuf v = { (uint16_t)semnum, 1, 0 };
+
+	return fx_semop(fc, id, NULL, wq, 1, &v);
+}
+
+static const struct sv_sembuf P0 = { 0, -1, 0 };
+
+/*
+ * Parked calls: per uid and in all, ENOMEM exactly past the bound (and nothing parked then), and
+ * the charge back whichever way a waiter ends. The charge lasts until the waiter is freed.
+ */
+Test(engine_budget, waiters_every_end)
+{
+	struct fx_caller *x, *y;
+	struct sv_waiter *w1, *w2, *w3, *w;
+	struct sv_sembuf two[2] = { { 0, -1, 0 }, { 1, -1, 0 } };
+	struct sv_wakeq wq;
+	int id, id2, res[4];
+	long ret;
+
+	start((struct sv_budget_limits){ .waiters = 3, .waiters_per_uid = 2 });
+	id = open_set(a1, 2);
+	sv_wakeq_init(&wq);
+
+	w1 = fx_park(a1, id, NULL, NULL, 1, &P0);
+	x = fx_caller_new(ns1, 201, A, A);
+	w2 = fx_park(x, id, NULL, NULL, 2, two); /* a complex waiter counts the same */
+	cr_assert(w1 && w2);
+	cr_assert_null(fx_park(a1, id, NULL, &ret, 1, &P0));
+	cr_assert_eq(ret, -ENOMEM, "A's third parked call");
+	cr_assert_eq(fx_getncnt(a1, id, 0), 2, "the refused call is not parked");
+	cr_assert_eq(uid_n(A, SV_BUDGET_WAITERS), 2);
+	w3 = fx_park(b1, id, NULL, NULL, 1, &P0);
+	cr_assert_not_null(w3, "another uid still parks");
+	cr_assert_null(fx_park(b2, open_set(b2, 1), NULL, &ret, 1, &P0));
+	cr_assert_eq(ret, -ENOMEM, "past the daemon-wide bound (in another namespace, too)");
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 3);
+	cr_assert_eq(refused(SV_BUDGET_WAITERS), 2);
+	cr_assert_eq(info().refused, 2, "the total counts every kind");
+
+	/* not parking is not charged: IPC_NOWAIT, a zero timeout, an operation that proceeds */
+	two[0].sem_flg = SV_IPC_NOWAIT;
+	cr_assert_eq(fx_semop(b1, id, NULL, NULL, 2, two), -EAGAIN);
+	cr_assert_eq(fx_semtimedop(b1, id, &(struct timespec){ 0, 0 }, NULL, NULL, 1, &P0),
+		     -EAGAIN);
+	cr_assert_eq(refused(SV_BUDGET_WAITERS), 2);
+
+	/* completed: charged until the deliverer frees it */
+	cr_assert_eq(post(b1, id, 0, &wq), 0);
+	cr_assert_eq(fx_take(&wq, &w, 1), 1);
+	cr_assert_eq(w, w1);
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 3, "done, not yet answered");
+	sv_waiter_free(w);
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 2);
+	cr_assert_eq(uid_n(A, SV_BUDGET_WAITERS), 1);
+
+	/* timed out or interrupted (the caller cancels it) */
+	cr_assert_eq(sv_waiter_cancel(w3), 0);
+	sv_waiter_free(w3);
+	cr_assert_eq(uid_n(B, SV_BUDGET_WAITERS), 0);
+
+	/* completed, delivery failed, rolled back: credited once, when freed */
+	cr_assert_eq(post(b1, id, 0, &wq), 0);
+	cr_assert_eq(post(b1, id, 1, &wq), 0);
+	cr_assert_eq(fx_take(&wq, &w, 1), 1);
+	cr_assert_eq(w, w2);
+	cr_assert_eq(sv_waiter_rollback(w, &wq), 0);
+	cr_assert(sv_wakeq_empty(&wq));
+	sv_waiter_free(w);
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 0);
+	cr_assert_eq(
+	    fx_semctl(a1, id, 0, SV_SETALL, (uint64_t)(uintptr_t)(uint16_t[]){ 0, 0 }, NULL), 0);
+
+	/* orphaned: its process exits; the next wake-up pass drops it (EINTR) */
+	y = fx_caller_new(ns1, 202, A, A);
+	cr_assert_not_null(fx_park(y, id, NULL, NULL, 1, &P0));
+	fx_caller_exit(y, NULL);
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 1, "still allocated");
+	cr_assert_eq(post(b1, id, 0, &wq), 0);
+	cr_assert_eq(fx_drain(&wq, res, NULL, 4), 1);
+	cr_assert_eq(res[0], -EINTR);
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 0);
+
+	/* IPC_RMID */
+	cr_assert_eq(fx_semctl(a1, id, 0, SV_SETVAL, 0, NULL), 0);
+	cr_assert_not_null(fx_park(a1, id, NULL, NULL, 1, &P0));
+	cr_assert_not_null(fx_park(b1, id, NULL, NULL, 1, &P0));
+	cr_assert_eq(fx_semctl(a1, id, 0, SV_IPC_RMID, 0, &wq), 0);
+	cr_assert_eq(fx_drain(&wq, res, NULL, 4), 2);
+	cr_assert_eq(res[0], -EIDRM);
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 0);
+
+	/* the namespace's end */
+	id2 = open_set(a2, 1);
+	cr_assert_not_null(fx_park(a2, id2, NULL, NULL, 1, &P0));
+	cr_assert_not_null(fx_park(b2, id2, NULL, NULL, 1, &P0));
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 2);
+	sv_ns_shutdown(ns2, &wq);
+	cr_assert_eq(fx_drain(&wq, res, NULL, 4), 2);
+	cr_assert_eq(res[1], -EIDRM);
+
+	cr_assert_eq(used(SV_BUDGET_WAITERS), 0);
+	cr_assert_eq(uid_n(A, SV_BUDGET_WAITERS), 0);
+	cr_assert_eq(uid_n(B, SV_BUDGET_WAITERS), 0);
+	fx_caller_exit(x, NULL);
+	stop();
+}
+
+static long undo_op(struct fx_caller *fc, int id)
+{
+	struct sv_sembuf v = { 0, 1, SV_SEM_UNDO };
+
+	return fx_semop(fc, id, NULL, NULL, 1, &v);
+}
+
+/*
+ * Undo entries: one per process and set, per uid and in all, ENOMEM exactly past the bound
+ * (nothing applied then), an entry of a big set counting once per 32 semaphores; the charge back
+ * at IPC_RMID, at the process's exit and at the namespace's end.
+ */
+Test(engine_budget, undos_every_end)
+{
+	struct fx_caller *x, *t;
+	struct sv_wakeq wq;
+	int s1, s2, big, s4;
+
+	start((struct sv_budget_limits){ .undos = 6, .undos_per_uid = 4 });
+	sv_wakeq_init(&wq);
+	s1 = open_set(a1, 1);
+	s2 = open_set(a1, 1);
+	big = open_set(a1, 33); /* two units */
+	s4 = open_set(a1, 1);
+
+	cr_assert_eq(undo_op(a1, s1), 0);
+	cr_assert_eq(undo_op(a1, s1), 0, "the same entry again");
+	t = fx_caller_thread(a1);
+	cr_assert_eq(undo_op(t, s1), 0, "another thread shares the process's entry");
+	cr_assert_eq(uid_n(A, SV_BUDGET_UNDOS), 1);
+	cr_assert_eq(undo_op(a1, big), 0);
+	cr_assert_eq(uid_n(A, SV_BUDGET_UNDOS), 3, "33 semaphores count twice");
+	cr_assert_eq(undo_op(a1, s2), 0);
+	cr_assert_eq(undo_op(a1, s4), -ENOMEM, "past A's bound");
+	cr_assert_eq(fx_getval(a1, s4, 0), 0, "nothing applied");
+	cr_assert_eq(fx_semop(a1, s4, NULL, NULL, 1, &(struct sv_sembuf){ 0, 1, 0 }), 0,
+		     "without SEM_UNDO it proceeds");
+	x = fx_caller_new(ns1, 301, A, A);
+	cr_assert_eq(undo_op(x, s4), -ENOMEM, "A's bound counts every process of A");
+	cr_assert_eq(undo_op(b1, s4), 0, "another uid still makes entries");
+	cr_assert_eq(undo_op(b2, open_set(b2, 1)), 0);
+	cr_assert_eq(undo_op(b1, s1), -ENOMEM, "past the daemon-wide bound");
+	cr_assert_eq(used(SV_BUDGET_UNDOS), 6);
+	cr_assert_eq(refused(SV_BUDGET_UNDOS), 3);
+
+	/* IPC_RMID of a set drops every process's entry for it */
+	cr_assert_eq(fx_semctl(a1, s4, 0, SV_IPC_RMID, 0, NULL), 0);
+	cr_assert_eq(uid_n(B, SV_BUDGET_UNDOS), 1);
+	cr_assert_eq(fx_semctl(a1, big, 0, SV_IPC_RMID, 0, NULL), 0);
+	cr_assert_eq(uid_n(A, SV_BUDGET_UNDOS), 2);
+	cr_assert_eq(undo_op(x, s1), 0);
+	cr_assert_eq(undo_op(x, s2), 0);
+	cr_assert_eq(undo_op(x, open_set(x, 1)), -ENOMEM);
+
+	/* the process's exit applies and drops its entries */
+	sv_proc_put(t->c.proc); /* a thread ends: the process lives on */
+	free(t);
+	cr_assert_eq(uid_n(A, SV_BUDGET_UNDOS), 4);
+	fx_caller_exit(a1, &wq);
+	a1 = NULL;
+	cr_assert(sv_wakeq_empty(&wq));
+	cr_assert_eq(uid_n(A, SV_BUDGET_UNDOS), 2);
+	cr_assert_eq(fx_getval(x, s1, 0), 1, "the three +1 of a1's threads went back, x's stays");
+	fx_caller_exit(x, NULL);
+	cr_assert_eq(uid_n(A, SV_BUDGET_UNDOS), 0);
+
+	/* the namespace's end */
+	cr_assert_eq(uid_n(B, SV_BUDGET_UNDOS), 1);
+	fx_caller_exit(a2, NULL);
+	fx_caller_exit(b2, NULL);
+	sv_ns_put(ns2);
+	ns2 = NULL;
+	cr_assert_eq(uid_n(B, SV_BUDGET_UNDOS), 0);
+	cr_assert_eq(used(SV_BUDGET_UNDOS), 0);
+	fx_caller_exit(b1, NULL);
+	b1 = NULL;
+	sv_ns_put(ns1);
+	ns1 = NULL;
+	cr_assert_eq(used(SV_BUDGET_SEMS), 0);
+	cr_assert_eq(used(SV_BUDGET_SETS), 0);
+	sv_budget_put(budget);
+	sv_thread_unregister();
+}
+
+/* Namespaces, as the registry charges them: ENOSPC past a bound, back when credited. */
+Test(engine_budget, namespaces)
+{
+	start((struct sv_budget_limits){ .namespaces = 3, .namespaces_per_uid = 2 });
+	cr_assert_eq(sv_budget_charge_ns(budget, A), 0);
+	cr_assert_eq(sv_budget_charge_ns(budget, A), 0);
+	cr_assert_eq(sv_budget_charge_ns(budget, A), -ENOSPC);
+	cr_assert_eq(sv_budget_charge_ns(budget, B), 0);
+	cr_assert_eq(sv_budget_charge_ns(budget, 0), -ENOSPC, "in all");
+	cr_assert_eq(refused(SV_BUDGET_NAMESPACES), 2);
+	sv_budget_credit_ns(budget, A);
+	cr_assert_eq(sv_budget_charge_ns(budget, 0), 0);
+	sv_budget_credit_ns(budget, 0);
+	sv_budget_credit_ns(budget, A);
+	sv_budget_credit_ns(budget, B);
+	cr_assert_eq(used(SV_BUDGET_NAMESPACES), 0);
+	cr_assert_eq(info().limits.namespaces_per_uid, 2);
 	stop();
 }

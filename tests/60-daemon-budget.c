@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * semvisord's memory budget against real tenants: programs of different uids, served by one
- * daemon, each capped per uid and all together; refusals are ENOSPC and counted; a reload
- * applies new maxima; and a tenant's namespace that ends gives its memory back to the system.
+ * daemon, each capped per uid and all together; refusals are ENOSPC (sets, semaphores,
+ * namespaces) or ENOMEM (undo entries, parked calls) and counted; a reload applies new maxima;
+ * and a tenant's namespace that ends gives its memory back to the system.
  *
  * Each test runs in a fresh IPC namespace (dh_setup) with its own daemon; the programs are
  * tests/prog/daemon-sem, run as other users with setpriv(1).
@@ -25,33 +26,67 @@
 
 TestSuite(daemon_budget, .timeout = 120, .fini = dh_cleanup);
 
+/* argv for daemon-sem ARGS as uid (in its own user and IPC namespace when own_ns) */
+struct uid_cmd {
+	char reuid[32], regid[32];
+	const char *argv[40];
+	struct dh_cmd c;
+};
+
+static const char *const *uid_argv(struct uid_cmd *u, const struct dh_daemon *d, int uid,
+				   bool own_ns, const char *const *args)
+{
+	int n = 0;
+
+	snprintf(u->reuid, sizeof(u->reuid), "--reuid=%d", uid);
+	snprintf(u->regid, sizeof(u->regid), "--regid=%d", uid);
+	u->argv[n++] = "setpriv";
+	u->argv[n++] = u->reuid;
+	u->argv[n++] = u->regid;
+	u->argv[n++] = "--clear-groups";
+	u->argv[n++] = "--";
+	if (own_ns) {
+		u->argv[n++] = "unshare";
+		u->argv[n++] = "--user";
+		u->argv[n++] = "--map-root-user";
+		u->argv[n++] = "--ipc";
+		u->argv[n++] = "--";
+	}
+	for (const char *const *a = dh_prog_argv(&u->c, d->sock, "daemon-sem", args); *a; a++)
+		u->argv[n++] = *a;
+	u->argv[n] = NULL;
+	return u->argv;
+}
+
 /* daemon-sem ARGS as uid (in its own user and IPC namespace when own_ns): exit status, output. */
 static int as_uid(const struct dh_daemon *d, int uid, bool own_ns, const char *const *args,
 		  char **out)
 {
-	char reuid[32], regid[32];
-	const char *argv[40];
-	struct dh_cmd c;
-	int n = 0;
+	struct uid_cmd u;
 
-	snprintf(reuid, sizeof(reuid), "--reuid=%d", uid);
-	snprintf(regid, sizeof(regid), "--regid=%d", uid);
-	argv[n++] = "setpriv";
-	argv[n++] = reuid;
-	argv[n++] = regid;
-	argv[n++] = "--clear-groups";
-	argv[n++] = "--";
-	if (own_ns) {
-		argv[n++] = "unshare";
-		argv[n++] = "--user";
-		argv[n++] = "--map-root-user";
-		argv[n++] = "--ipc";
-		argv[n++] = "--";
-	}
-	for (const char *const *a = dh_prog_argv(&c, d->sock, "daemon-sem", args); *a; a++)
-		argv[n++] = *a;
-	argv[n] = NULL;
-	return dh_run(argv, 60000, out);
+	return dh_run(uid_argv(&u, d, uid, own_ns, args), 60000, out);
+}
+
+/* The same, in the background, its output in the test directory's file NAME: the pid. */
+static pid_t as_uid_bg(const struct dh_daemon *d, int uid, bool own_ns, const char *const *args,
+		       const char *name)
+{
+	struct uid_cmd u;
+
+	return dh_spawn(uid_argv(&u, d, uid, own_ns, args), dh_path(name));
+}
+
+/* Wait for a background tenant: it must exit 0 and its output must hold want. */
+static void bg_done(pid_t pid, const char *name, const char *want)
+{
+	char *out;
+	int st;
+
+	cr_assert(dh_wait(pid, 30000, &st), "%s did not end", name);
+	out = dh_slurp(dh_path(name));
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0 && out && strstr(out, want),
+		  "%s: %s, wanted '%s' in:\n%s", name, dh_status_text(st), want, out);
+	free(out);
 }
 
 static void need_setpriv(void)
@@ -123,7 +158,8 @@ Test(daemon_budget, per_uid_and_daemon_wide)
 	free(out);
 
 	out = stats(ctlpath, NULL);
-	cr_assert(strstr(out, "3 semgets refused (ENOSPC)"), "semvisorctl stats:\n%s", out);
+	cr_assert(strstr(out, "3 refused: 3 semaphores, 0 sets (semget ENOSPC)"),
+		  "semvisorctl stats:\n%s", out);
 	cr_assert(strstr(out, "ENOSPC 3"), "semvisorctl stats:\n%s", out);
 	free(out);
 	out = stats(ctlpath, "--json");
@@ -215,5 +251,189 @@ Test(daemon_budget, memory_returned)
 	cr_assert_leq(after, before + slack,
 		      "RSS stayed at %ld kB after the tenants left (%ld kB before, %ld kB at peak)",
 		      after, before, peak);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}
+
+/* A daemon with the control socket at ctlpath and these configuration lines. */
+static void start_with(struct dh_daemon *d, char *ctlpath, size_t len, const char *conf_text)
+{
+	char ctl[PATH_MAX + 32], confopt[PATH_MAX + 16], conf[PATH_MAX];
+
+	snprintf(conf, sizeof(conf), "%s", dh_path("budget.conf"));
+	dh_write_file(conf, "agent_socket_mode = 0666\n%s", conf_text);
+	snprintf(confopt, sizeof(confopt), "--config=%s", conf);
+	snprintf(ctlpath, len, "%s", dh_path("ctl.sock"));
+	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
+	dh_daemon_start(d, "d", (const char *const[]){ confopt, ctl, NULL });
+}
+
+/* semvisorctl stats says that many refusals of that kind ("waiters", ...) */
+static void expect_refused(const char *ctlpath, const char *kind, int n)
+{
+	char want[96], *out = stats(ctlpath, NULL);
+
+	snprintf(want, sizeof(want), " %d %s", n, kind);
+	cr_assert(strstr(out, want), "wanted '%s' in semvisorctl stats:\n%s", want, out);
+	free(out);
+	out = stats(ctlpath, "--json");
+	snprintf(want, sizeof(want), "\"%s\":%d", kind, n);
+	cr_assert(strstr(out, want), "wanted '%s' in semvisorctl stats --json:\n%s", want, out);
+	free(out);
+}
+
+/*
+ * Parked calls: a tenant parking more than max_waiters_per_uid at once gets ENOMEM for the
+ * extra ones, while another uid still parks up to the daemon-wide bound; once released, the
+ * first one parks as many again.
+ */
+Test(daemon_budget, waiters)
+{
+	char ctlpath[PATH_MAX], *out;
+	struct dh_daemon d;
+	pid_t bg;
+
+	dh_setup();
+	need_setpriv();
+	start_with(&d, ctlpath, sizeof(ctlpath), "max_waiters_per_uid = 3\nmax_waiters = 5\n");
+	bg = as_uid_bg(&d, 1000, false,
+		       (const char *const[]){ "park", "0x5100", "5", "4000", NULL }, "park1000");
+	cr_assert(
+	    dh_wait_file(dh_path("park1000"), "park: parked 3\npark: refused ENOMEM 2\n", 1, 20000),
+	    "uid 1000 was not stopped at 3 parked calls:\n%s\n%s", dh_slurp(dh_path("park1000")),
+	    dh_log(&d));
+
+	/* while 1000's three wait: 1001 parks two, and the daemon-wide bound refuses a third */
+	cr_assert_eq(as_uid(&d, 1001, false,
+			    (const char *const[]){ "park", "0x5101", "3", "0", NULL }, &out),
+		     0, "%s", out);
+	cr_assert(strstr(out, "park: parked 2\npark: refused ENOMEM 1\npark: woken 2\n"),
+		  "uid 1001 was not served up to the daemon-wide bound:\n%s", out);
+	free(out);
+	bg_done(bg, "park1000", "park: woken 3\n");
+
+	/* every waiter ended: the whole budget is back */
+	cr_assert_eq(as_uid(&d, 1000, false,
+			    (const char *const[]){ "park", "0x5100", "3", "0", NULL }, &out),
+		     0, "%s", out);
+	cr_assert(strstr(out, "park: parked 3\npark: woken 3\n") && !strstr(out, "refused"), "%s",
+		  out);
+	free(out);
+	expect_refused(ctlpath, "waiters", 3);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}
+
+/*
+ * Undo entries: a tenant making more than max_undos_per_uid gets ENOMEM from the semop (nothing
+ * applied) while another uid still makes them up to the daemon-wide bound; its exit gives them
+ * back.
+ */
+Test(daemon_budget, undos)
+{
+	char ctlpath[PATH_MAX], *out = NULL;
+	struct dh_daemon d;
+	pid_t bg;
+
+	dh_setup();
+	need_setpriv();
+	start_with(&d, ctlpath, sizeof(ctlpath), "max_undos_per_uid = 3\nmax_undos = 5\n");
+	bg = as_uid_bg(&d, 1000, false, (const char *const[]){ "undo", "5", "4000", NULL },
+		       "undo1000");
+	cr_assert(dh_wait_file(dh_path("undo1000"),
+			       "undo: made 3\nundo: refused ENOMEM\nundo: served\n", 1, 20000),
+		  "uid 1000 was not stopped at 3 undo entries:\n%s\n%s",
+		  dh_slurp(dh_path("undo1000")), dh_log(&d));
+
+	cr_assert_eq(as_uid(&d, 1001, false, (const char *const[]){ "undo", "3", "0", NULL }, &out),
+		     0, "%s", out);
+	cr_assert(strstr(out, "undo: made 2\nundo: refused ENOMEM\nundo: served\n"),
+		  "uid 1001 was not served up to the daemon-wide bound:\n%s", out);
+	free(out);
+	bg_done(bg, "undo1000", "undo: served\n");
+
+	/* the exits gave every entry back (the daemon learns of an exit a moment later) */
+	for (int i = 0; i < 50; i++) {
+		cr_assert_eq(
+		    as_uid(&d, 1000, false, (const char *const[]){ "undo", "3", "0", NULL }, &out),
+		    0, "%s", out);
+		if (strstr(out, "undo: made 3\nundo: served\n"))
+			break;
+		cr_assert(i < 49, "uid 1000's entries did not come back:\n%s", out);
+		free(out);
+		dh_sleep_ms(100);
+	}
+	free(out);
+	out = stats(ctlpath, NULL);
+	cr_assert(strstr(out, " 2 undo entries"), "semvisorctl stats:\n%s", out);
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}
+
+/*
+ * Namespaces: a tenant making IPC namespaces past max_namespaces_per_uid gets ENOSPC from
+ * semget in the new one while its existing ones still work; another uid still gets one, up to
+ * the daemon-wide bound; once they end, there is room again.
+ */
+Test(daemon_budget, namespaces)
+{
+	char ctlpath[PATH_MAX], *out = NULL;
+	struct dh_daemon d;
+	pid_t a, b, c;
+
+	dh_setup();
+	need_setpriv();
+	start_with(&d, ctlpath, sizeof(ctlpath),
+		   "max_namespaces_per_uid = 2\nmax_namespaces = 3\n");
+	a = as_uid_bg(&d, 1000, true, (const char *const[]){ "keep", "0x5300", "3000", NULL },
+		      "ns-a");
+	cr_assert(dh_wait_file(dh_path("ns-a"), "keep: made\n", 1, 20000), "%s\n%s",
+		  dh_slurp(dh_path("ns-a")), dh_log(&d));
+	b = as_uid_bg(&d, 1000, true, (const char *const[]){ "keep", "0x5300", "3000", NULL },
+		      "ns-b");
+	cr_assert(dh_wait_file(dh_path("ns-b"), "keep: made\n", 1, 20000), "%s\n%s",
+		  dh_slurp(dh_path("ns-b")), dh_log(&d));
+
+	cr_assert_eq(
+	    as_uid(&d, 1000, true, (const char *const[]){ "keep", "0x5300", "0", NULL }, &out), 0,
+	    "%s", out);
+	cr_assert(strstr(out, "keep: refused ENOSPC\n"), "uid 1000's third namespace:\n%s", out);
+	free(out);
+	c = as_uid_bg(&d, 1001, true, (const char *const[]){ "keep", "0x5300", "3000", NULL },
+		      "ns-c");
+	cr_assert(dh_wait_file(dh_path("ns-c"), "keep: made\n", 1, 20000),
+		  "another uid got no namespace:\n%s\n%s", dh_slurp(dh_path("ns-c")), dh_log(&d));
+	cr_assert_eq(
+	    as_uid(&d, 1002, true, (const char *const[]){ "keep", "0x5300", "0", NULL }, &out), 0,
+	    "%s", out);
+	cr_assert(strstr(out, "keep: refused ENOSPC\n"), "past the daemon-wide bound:\n%s", out);
+	free(out);
+	/* the daemon's own namespace is not counted */
+	cr_assert_eq(
+	    as_uid(&d, 1002, false, (const char *const[]){ "keep", "0x5300", "0", NULL }, &out), 0,
+	    "%s", out);
+	cr_assert(strstr(out, "keep: made\nkeep: served\n"), "%s", out);
+	free(out);
+
+	/* the namespaces taken on kept working */
+	bg_done(a, "ns-a", "keep: served\n");
+	bg_done(b, "ns-b", "keep: served\n");
+	bg_done(c, "ns-c", "keep: served\n");
+	wait_ended(ctlpath, 3);
+	for (int i = 0; i < 50; i++) {
+		cr_assert_eq(as_uid(&d, 1000, true,
+				    (const char *const[]){ "keep", "0x5300", "0", NULL }, &out),
+			     0, "%s", out);
+		if (strstr(out, "keep: made\nkeep: served\n"))
+			break;
+		cr_assert(i < 49, "no room after the namespaces ended:\n%s", out);
+		free(out);
+		dh_sleep_ms(100);
+	}
+	free(out);
+	/* each call from a refused namespace counts: two semgets at least */
+	out = stats(ctlpath, NULL);
+	cr_assert(strstr(out, " namespaces\n") && strstr(out, "(semop ENOMEM); "), "%s", out);
+	cr_assert_geq(atoi(strstr(out, "(semop ENOMEM); ") + strlen("(semop ENOMEM); ")), 2,
+		      "semvisorctl stats:\n%s", out);
+	free(out);
 	cr_assert_eq(dh_daemon_stop(&d), 0);
 }

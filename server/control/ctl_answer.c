@@ -492,6 +492,11 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->processes_exited = st.processes_exited;
 	s->namespaces_ended = st.namespaces_ended;
 	s->budget_refused = st.budget_refused;
+	s->budget_refused_sems = st.budget_refused_kind[SV_BUDGET_SEMS];
+	s->budget_refused_sets = st.budget_refused_kind[SV_BUDGET_SETS];
+	s->budget_refused_undos = st.budget_refused_kind[SV_BUDGET_UNDOS];
+	s->budget_refused_waiters = st.budget_refused_kind[SV_BUDGET_WAITERS];
+	s->budget_refused_namespaces = st.budget_refused_kind[SV_BUDGET_NAMESPACES];
 	s->lock = lock_msg(cx, a);
 	namespaces_into(cx, a, s);
 	if (with_clients)

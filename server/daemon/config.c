@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,22 @@ void cfg_defaults(struct cfg *c)
 		.sems_per_uid = CFG_MAX_SEMAPHORES_PER_UID,
 		.sets = CFG_MAX_SETS,
 		.sets_per_uid = CFG_MAX_SETS_PER_UID,
+		.undos = CFG_MAX_UNDOS,
+		.undos_per_uid = CFG_MAX_UNDOS_PER_UID,
+		.waiters = CFG_MAX_WAITERS,
+		.waiters_per_uid = CFG_MAX_WAITERS_PER_UID,
+		.namespaces = CFG_MAX_NAMESPACES,
+		.namespaces_per_uid = CFG_MAX_NAMESPACES_PER_UID,
 	};
+}
+
+void cfg_budget_str(const struct sv_budget_limits *b, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%ld semaphores (%ld per uid), %ld sets (%ld per uid), %ld undo entries (%ld per "
+		 "uid), %ld waiters (%ld per uid), %ld namespaces (%ld per uid)",
+		 b->sems, b->sems_per_uid, b->sets, b->sets_per_uid, b->undos, b->undos_per_uid,
+		 b->waiters, b->waiters_per_uid, b->namespaces, b->namespaces_per_uid);
 }
 
 const char *cfg_ns_policy_name(enum cfg_ns_policy p)
@@ -53,14 +69,25 @@ static int copy_str(char *dst, size_t size, const char *v)
 /* The budget's keys and where each goes. */
 static long *budget_key(struct cfg *c, const char *key)
 {
-	if (!strcmp(key, "max_semaphores"))
-		return &c->budget.sems;
-	if (!strcmp(key, "max_semaphores_per_uid"))
-		return &c->budget.sems_per_uid;
-	if (!strcmp(key, "max_sets"))
-		return &c->budget.sets;
-	if (!strcmp(key, "max_sets_per_uid"))
-		return &c->budget.sets_per_uid;
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "max_semaphores", offsetof(struct sv_budget_limits, sems) },
+		{ "max_semaphores_per_uid", offsetof(struct sv_budget_limits, sems_per_uid) },
+		{ "max_sets", offsetof(struct sv_budget_limits, sets) },
+		{ "max_sets_per_uid", offsetof(struct sv_budget_limits, sets_per_uid) },
+		{ "max_undos", offsetof(struct sv_budget_limits, undos) },
+		{ "max_undos_per_uid", offsetof(struct sv_budget_limits, undos_per_uid) },
+		{ "max_waiters", offsetof(struct sv_budget_limits, waiters) },
+		{ "max_waiters_per_uid", offsetof(struct sv_budget_limits, waiters_per_uid) },
+		{ "max_namespaces", offsetof(struct sv_budget_limits, namespaces) },
+		{ "max_namespaces_per_uid", offsetof(struct sv_budget_limits, namespaces_per_uid) },
+	};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i].key))
+			return (long *)((char *)&c->budget + keys[i].off);
 	return NULL;
 }
 
@@ -141,7 +168,8 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 			*budget = n;
 			return 0;
 		}
-		snprintf(err, errlen, "%s wants a number, 0 for no bound", key);
+		snprintf(err, errlen, "%s wants a whole number from 0 (no bound) to %ld, not '%s'",
+			 key, 1L << 40, v);
 	} else {
 		snprintf(err, errlen, "unknown setting '%s'", key);
 	}

@@ -97,9 +97,13 @@ static void usage(FILE *f)
 		"configuration and applies the limits and the budget; SIGTERM stops (confined\n"
 		"programs' trapped calls then fail with ENOSYS).\n"
 		"\n"
-		"The budget bounds the semaphores and sets of every namespace together, in all\n"
-		"and per creating uid (max_semaphores, max_semaphores_per_uid, max_sets,\n"
-		"max_sets_per_uid; 0: no bound); a semget past it fails with ENOSPC.\n"
+		"The budget bounds what every namespace holds together, in all and per uid\n"
+		"(0: no bound): semaphores and sets, per creating uid (max_semaphores,\n"
+		"max_sets and their _per_uid keys; a semget past it fails with ENOSPC); SEM_UNDO\n"
+		"entries and parked semops, per calling uid (max_undos, max_waiters and their\n"
+		"_per_uid keys; the semop fails with ENOMEM); IPC namespaces, per owner of their\n"
+		"user namespace (max_namespaces, max_namespaces_per_uid; a namespace past it is\n"
+		"served as a full, empty one: semget fails with ENOSPC).\n"
 		"\n"
 		"A client's metadata (OCI listenerMetadata) may say 'ns=NAME' to be served from a\n"
 		"named namespace shared with other clients naming it (honoured from root only),\n"
@@ -348,6 +352,7 @@ static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct daemon *d = &the_daemon;
 	struct cfg fresh;
+	char line[512];
 
 	(void)loop;
 	(void)w;
@@ -374,9 +379,8 @@ static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 		/* existing sets stay; only new ones are held to the new maxima */
 		d->cfg.budget = fresh.budget;
 		sv_budget_set_limits(d->budget, &fresh.budget);
-		dlog(d, "reload: budget now %ld semaphores (%ld per uid), %ld sets (%ld per uid)",
-		     fresh.budget.sems, fresh.budget.sems_per_uid, fresh.budget.sets,
-		     fresh.budget.sets_per_uid);
+		cfg_budget_str(&fresh.budget, line, sizeof(line));
+		dlog(d, "reload: budget now %s", line);
 		if (strcmp(fresh.agent_path, d->cfg.agent_path) ||
 		    strcmp(fresh.control_path, d->cfg.control_path) ||
 		    fresh.workers != d->cfg.workers || fresh.ns_policy != d->cfg.ns_policy ||
@@ -406,10 +410,8 @@ int main(int argc, char **argv)
 		printf("semvisord: configuration OK: agent %s, control %s, namespaces %s\n",
 		       d->cfg.agent_path, d->cfg.control_path[0] ? d->cfg.control_path : "(none)",
 		       cfg_ns_policy_name(d->cfg.ns_policy));
-		printf("semvisord: budget: %ld semaphores (%ld per uid), %ld sets (%ld per uid); "
-		       "0: no bound\n",
-		       d->cfg.budget.sems, d->cfg.budget.sems_per_uid, d->cfg.budget.sets,
-		       d->cfg.budget.sets_per_uid);
+		cfg_budget_str(&d->cfg.budget, err, sizeof(err));
+		printf("semvisord: budget: %s; 0: no bound\n", err);
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);

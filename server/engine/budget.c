@@ -1,22 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Budgets: how many semaphores and sets may exist at once across every namespace that shares a
- * budget, in all and per creating uid.
+ * Budgets: how much of the supervisor's memory the tenants may hold at once, across every
+ * namespace that shares a budget, in all and per uid. Five kinds are counted (enum
+ * sv_budget_kind): semaphores, sets, SEM_UNDO entries, parked calls (waiters) and IPC
+ * namespaces.
  *
- * The kernel charges a set's memory to the cgroup of whoever made it, so a tenant that hoards
- * semaphores runs out of its own memory. A supervisor holds every tenant's sets in one process;
- * without a bound shared by all namespaces, the per-namespace limits (about 1e9 semaphores each)
- * and an unbounded number of namespaces let one client grow the supervisor without end. A budget
- * is that bound. A set is charged to its creator (set->cuid, the euid that created it, in the
- * supervisor's view: IPC_SET never changes it) when it gets its id, and credited when it is
- * unlinked (IPC_RMID, or its namespace ending), exactly where ns->used_sems moves; a semget that
- * would go over fails with ENOSPC, as the kernel's does at SEMMNS and SEMMNI. New maxima apply
- * to creations only: sets that exist stay.
+ * Why. The kernel charges a set's memory, an undo entry's and a namespace's to the cgroup (and
+ * the ucounts) of whoever made them, so a tenant that hoards them runs out of its own memory. A
+ * supervisor holds every tenant's objects in one process; without a bound shared by all
+ * namespaces, the per-namespace limits (about 1e9 semaphores each) and an unbounded number of
+ * namespaces let one client grow the supervisor without end. A budget is that bound.
  *
- * Locking: b->lock protects the totals' writes and the uid table. It is taken under ns->ids_lock
- * (semget) and under ids_lock plus a set lock (unlink), and is a leaf: nothing is taken under it.
- * Nothing on the semop path touches a budget. The maxima and the totals are atomics, read
- * without the lock (statistics, reloads).
+ * What is charged, to whom, and where (each charge and its credit sit at the one place the
+ * object becomes, and stops being, something the supervisor keeps):
+ *  - sets and semaphores: to the set's creator (set->cuid, the euid that created it, in the
+ *    supervisor's view: IPC_SET never changes it), when it gets its id, credited when it is
+ *    unlinked (IPC_RMID, or its namespace ending), exactly where ns->used_sems moves (ns.c). Past
+ *    a bound semget fails with ENOSPC, as the kernel's does at SEMMNS and SEMMNI.
+ *  - undo entries: to the euid of the thread whose semop with SEM_UNDO made the entry, recorded
+ *    in it (the creator again, as for sets: a later setuid does not move the charge), when it is
+ *    linked to its set, credited when it leaves the set's list (IPC_RMID, the namespace's end,
+ *    the process's exit), exactly where undo.c's live_entries moves. An entry's memory grows
+ *    with its set (two bytes per semaphore), so it counts once per SV_BUDGET_UNDO_SEMS
+ *    semaphores of its set, rounded up: one for every set of up to 32, 1000 for one of 32000.
+ *    Past a bound the semop fails with ENOMEM, as the kernel's does when the entry's
+ *    allocation fails.
+ *  - waiters (parked semops): to the caller's euid, when the waiter is allocated (on the park
+ *    path only), credited when it is freed (sv_waiter_free), whichever way it ended: completed,
+ *    timed out or cancelled, dropped with its process, its set or its namespace. The waiter
+ *    records the budget and uid it was charged to (and holds a reference to the budget), so the
+ *    credit never depends on a namespace still being there. Allocation and freeing, rather than
+ *    linking and unlinking, because the memory lives that long (a completed waiter waits on a
+ *    wake queue for its answer), and because the wake-up passes, which unlink under set and
+ *    semaphore locks, then stay as they were. The kernel has no such bound (a blocked task
+ *    costs its own memory); past ours the semop that would park fails with ENOMEM, what an
+ *    allocation failure gives.
+ *  - namespaces: the notify layer's registry (nsreg.c) charges each IPC namespace it takes on to
+ *    the uid owning the namespace's user namespace, as the kernel charges max_ipc_namespaces
+ *    to the ucounts of that user namespace; sv_budget_charge_ns() refuses with ENOSPC, as
+ *    unshare(CLONE_NEWIPC) fails there. What a refused namespace's calls see is the registry's
+ *    business (nsreg.h).
+ * New maxima apply to new charges only: what exists stays.
+ *
+ * Locking: b->lock protects the totals' writes and the uid table. It is a leaf: nothing is
+ * taken under it, and it may be taken under any engine lock (ids_lock for semget; ids_lock
+ * and a set lock for removal; a set or semaphore lock and proc->lock for undo entries and the
+ * park path) or none (sv_waiter_free, the registry). A semop that completes at once touches a
+ * budget only when it makes its process's first undo entry for the set, a path that allocates
+ * and takes the set lock anyway; the common semop, and one with an undo entry already made,
+ * never do. The maxima and the totals are atomics, read without the lock (statistics, reloads).
+ * The cost on the park path: the budget lock twice (charge, credit) and a reference count.
  */
 #include <errno.h>
 #include <string.h>
@@ -28,14 +61,14 @@
 struct budget_uid {
 	struct budget_uid *next;
 	uint32_t uid;
-	long sems, sets;
+	long n[SV_BUDGET_KINDS];
 };
 
 struct sv_budget {
 	pthread_mutex_t lock;
-	_Atomic long max_sems, max_sems_uid, max_sets, max_sets_uid; /* 0: no bound */
-	_Atomic long sems, sets; /* (lock) written; read anywhere */
-	_Atomic uint64_t refused;
+	_Atomic long max[SV_BUDGET_KINDS], max_uid[SV_BUDGET_KINDS]; /* 0: no bound */
+	_Atomic long used[SV_BUDGET_KINDS];			     /* (lock) written */
+	_Atomic uint64_t refused[SV_BUDGET_KINDS];
 	atomic_int refcount;
 	struct budget_uid *uids[UID_BUCKETS]; /* (lock) uids with something charged */
 };
@@ -57,7 +90,7 @@ void sv_budget_get(struct sv_budget *b)
 	atomic_fetch_add_explicit(&b->refcount, 1, memory_order_relaxed);
 }
 
-/* The last reference goes after every namespace charging it has (each holds one). */
+/* The last reference goes after every namespace and waiter charging it (each holds one). */
 void sv_budget_put(struct sv_budget *b)
 {
 	if (!b || atomic_fetch_sub_explicit(&b->refcount, 1, memory_order_acq_rel) != 1)
@@ -76,35 +109,57 @@ void sv_budget_put(struct sv_budget *b)
 
 void sv_budget_set_limits(struct sv_budget *b, const struct sv_budget_limits *lim)
 {
-	SV_SET_RELAXED(&b->max_sems, lim->sems);
-	SV_SET_RELAXED(&b->max_sems_uid, lim->sems_per_uid);
-	SV_SET_RELAXED(&b->max_sets, lim->sets);
-	SV_SET_RELAXED(&b->max_sets_uid, lim->sets_per_uid);
+	const long max[SV_BUDGET_KINDS] = { lim->sems, lim->sets, lim->undos, lim->waiters,
+					    lim->namespaces };
+	const long max_uid[SV_BUDGET_KINDS] = { lim->sems_per_uid, lim->sets_per_uid,
+						lim->undos_per_uid, lim->waiters_per_uid,
+						lim->namespaces_per_uid };
+
+	for (int k = 0; k < SV_BUDGET_KINDS; k++) {
+		SV_SET_RELAXED(&b->max[k], max[k]);
+		SV_SET_RELAXED(&b->max_uid[k], max_uid[k]);
+	}
 }
 
 void sv_budget_info(struct sv_budget *b, struct sv_budget_info *out)
 {
+	memset(out, 0, sizeof(*out));
 	out->limits = (struct sv_budget_limits){
-		.sems = SV_RELAXED(&b->max_sems),
-		.sems_per_uid = SV_RELAXED(&b->max_sems_uid),
-		.sets = SV_RELAXED(&b->max_sets),
-		.sets_per_uid = SV_RELAXED(&b->max_sets_uid),
+		.sems = SV_RELAXED(&b->max[SV_BUDGET_SEMS]),
+		.sems_per_uid = SV_RELAXED(&b->max_uid[SV_BUDGET_SEMS]),
+		.sets = SV_RELAXED(&b->max[SV_BUDGET_SETS]),
+		.sets_per_uid = SV_RELAXED(&b->max_uid[SV_BUDGET_SETS]),
+		.undos = SV_RELAXED(&b->max[SV_BUDGET_UNDOS]),
+		.undos_per_uid = SV_RELAXED(&b->max_uid[SV_BUDGET_UNDOS]),
+		.waiters = SV_RELAXED(&b->max[SV_BUDGET_WAITERS]),
+		.waiters_per_uid = SV_RELAXED(&b->max_uid[SV_BUDGET_WAITERS]),
+		.namespaces = SV_RELAXED(&b->max[SV_BUDGET_NAMESPACES]),
+		.namespaces_per_uid = SV_RELAXED(&b->max_uid[SV_BUDGET_NAMESPACES]),
 	};
-	out->sems = SV_RELAXED(&b->sems);
-	out->sets = SV_RELAXED(&b->sets);
-	out->refused = SV_RELAXED(&b->refused);
+	for (int k = 0; k < SV_BUDGET_KINDS; k++) {
+		out->used[k] = SV_RELAXED(&b->used[k]);
+		out->refused_kind[k] = SV_RELAXED(&b->refused[k]);
+		out->refused += out->refused_kind[k];
+	}
+	out->sems = out->used[SV_BUDGET_SEMS];
+	out->sets = out->used[SV_BUDGET_SETS];
 }
 
-long sv_budget_uid_sems(struct sv_budget *b, uint32_t uid)
+long sv_budget_uid_count(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind)
 {
 	long n = 0;
 
 	xlock(&b->lock);
 	for (struct budget_uid *u = b->uids[uid % UID_BUCKETS]; u; u = u->next)
 		if (u->uid == uid)
-			n = u->sems;
+			n = u->n[kind];
 	xunlock(&b->lock);
 	return n;
+}
+
+long sv_budget_uid_sems(struct sv_budget *b, uint32_t uid)
+{
+	return sv_budget_uid_count(b, uid, SV_BUDGET_SEMS);
 }
 
 /* caller holds b->lock */
@@ -118,9 +173,74 @@ static struct budget_uid **uid_slot(struct sv_budget *b, uint32_t uid)
 	return pp;
 }
 
-static bool over(long max, long used, long more)
+/* Would n more of kind pass a maximum, for u (NULL: nothing charged yet)? caller holds b->lock */
+static bool over(struct sv_budget *b, const struct budget_uid *u, enum sv_budget_kind kind, long n)
 {
-	return max > 0 && used + more > max;
+	long max = SV_RELAXED(&b->max[kind]), max_uid = SV_RELAXED(&b->max_uid[kind]);
+
+	xassert_held(&b->lock);
+	return (max > 0 && SV_RELAXED(&b->used[kind]) + n > max) ||
+	       (max_uid > 0 && (u ? u->n[kind] : 0) + n > max_uid);
+}
+
+/* caller holds b->lock; u is uid's entry */
+static void add(struct sv_budget *b, struct budget_uid *u, enum sv_budget_kind kind, long n)
+{
+	xassert_held(&b->lock);
+	u->n[kind] += n;
+	SV_SET_RELAXED(&b->used[kind], SV_RELAXED(&b->used[kind]) + n);
+}
+
+/* caller holds b->lock; *pp is uid's entry, freed once nothing is charged to it */
+static void sub(struct sv_budget *b, struct budget_uid **pp, enum sv_budget_kind kind, long n)
+{
+	struct budget_uid *u = *pp;
+	bool empty = true;
+
+	xassert_held(&b->lock);
+	SV_ASSERT(u && u->n[kind] >= n);
+	SV_SET_RELAXED(&b->used[kind], SV_RELAXED(&b->used[kind]) - n);
+	if (!u)
+		return;
+	u->n[kind] -= n;
+	for (int k = 0; k < SV_BUDGET_KINDS; k++)
+		empty &= u->n[k] == 0;
+	if (empty) {
+		*pp = u->next;
+		free(u);
+	}
+}
+
+/*
+ * Charge n of kind to uid: 0, refusal (passing a maximum; counted), or -ENOMEM (no memory for
+ * the uid's entry).
+ */
+static int charge(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, long n, int refusal)
+{
+	struct budget_uid **pp, *u;
+	int err = 0;
+
+	xlock(&b->lock);
+	pp = uid_slot(b, uid);
+	u = *pp;
+	if (over(b, u, kind, n)) {
+		atomic_fetch_add_explicit(&b->refused[kind], 1, memory_order_relaxed);
+		err = refusal;
+	} else if (!u && !(u = *pp = calloc(1, sizeof(*u)))) {
+		err = -ENOMEM;
+	} else {
+		u->uid = uid;
+		add(b, u, kind, n);
+	}
+	xunlock(&b->lock);
+	return err;
+}
+
+static void credit(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, long n)
+{
+	xlock(&b->lock);
+	sub(b, uid_slot(b, uid), kind, n);
+	xunlock(&b->lock);
 }
 
 /*
@@ -135,20 +255,18 @@ int sv_budget_charge(struct sv_budget *b, uint32_t uid, int nsems)
 	xlock(&b->lock);
 	pp = uid_slot(b, uid);
 	u = *pp;
-	if (over(SV_RELAXED(&b->max_sems), SV_RELAXED(&b->sems), nsems) ||
-	    over(SV_RELAXED(&b->max_sets), SV_RELAXED(&b->sets), 1) ||
-	    over(SV_RELAXED(&b->max_sems_uid), u ? u->sems : 0, nsems) ||
-	    over(SV_RELAXED(&b->max_sets_uid), u ? u->sets : 0, 1)) {
-		atomic_fetch_add_explicit(&b->refused, 1, memory_order_relaxed);
+	if (over(b, u, SV_BUDGET_SEMS, nsems)) {
+		atomic_fetch_add_explicit(&b->refused[SV_BUDGET_SEMS], 1, memory_order_relaxed);
+		err = -ENOSPC;
+	} else if (over(b, u, SV_BUDGET_SETS, 1)) {
+		atomic_fetch_add_explicit(&b->refused[SV_BUDGET_SETS], 1, memory_order_relaxed);
 		err = -ENOSPC;
 	} else if (!u && !(u = *pp = calloc(1, sizeof(*u)))) {
 		err = -ENOMEM;
 	} else {
 		u->uid = uid;
-		u->sems += nsems;
-		u->sets++;
-		SV_SET_RELAXED(&b->sems, SV_RELAXED(&b->sems) + nsems);
-		SV_SET_RELAXED(&b->sets, SV_RELAXED(&b->sets) + 1);
+		add(b, u, SV_BUDGET_SEMS, nsems);
+		add(b, u, SV_BUDGET_SETS, 1);
 	}
 	xunlock(&b->lock);
 	return err;
@@ -157,21 +275,48 @@ int sv_budget_charge(struct sv_budget *b, uint32_t uid, int nsems)
 /* Give back what sv_budget_charge() took for the same uid and nsems. */
 void sv_budget_credit(struct sv_budget *b, uint32_t uid, int nsems)
 {
-	struct budget_uid **pp, *u;
+	struct budget_uid **pp;
 
 	xlock(&b->lock);
 	pp = uid_slot(b, uid);
-	u = *pp;
-	SV_ASSERT(u && u->sems >= nsems && u->sets >= 1);
-	if (u) {
-		u->sems -= nsems;
-		u->sets--;
-		if (!u->sets) {
-			*pp = u->next;
-			free(u);
-		}
-	}
-	SV_SET_RELAXED(&b->sems, SV_RELAXED(&b->sems) - nsems);
-	SV_SET_RELAXED(&b->sets, SV_RELAXED(&b->sets) - 1);
+	/* the semaphores first: the entry goes with the last count, and sets is the last here */
+	sub(b, pp, SV_BUDGET_SEMS, nsems);
+	sub(b, uid_slot(b, uid), SV_BUDGET_SETS, 1);
 	xunlock(&b->lock);
+}
+
+/* What an undo entry for a set of nsems semaphores counts (budget.c's header). */
+static long undo_units(int nsems)
+{
+	return nsems <= 0 ? 1 : (nsems + SV_BUDGET_UNDO_SEMS - 1) / SV_BUDGET_UNDO_SEMS;
+}
+
+int sv_budget_charge_undo(struct sv_budget *b, uint32_t uid, int nsems)
+{
+	return charge(b, uid, SV_BUDGET_UNDOS, undo_units(nsems), -ENOMEM);
+}
+
+void sv_budget_credit_undo(struct sv_budget *b, uint32_t uid, int nsems)
+{
+	credit(b, uid, SV_BUDGET_UNDOS, undo_units(nsems));
+}
+
+int sv_budget_charge_waiter(struct sv_budget *b, uint32_t uid)
+{
+	return charge(b, uid, SV_BUDGET_WAITERS, 1, -ENOMEM);
+}
+
+void sv_budget_credit_waiter(struct sv_budget *b, uint32_t uid)
+{
+	credit(b, uid, SV_BUDGET_WAITERS, 1);
+}
+
+int sv_budget_charge_ns(struct sv_budget *b, uint32_t uid)
+{
+	return charge(b, uid, SV_BUDGET_NAMESPACES, 1, -ENOSPC);
+}
+
+void sv_budget_credit_ns(struct sv_budget *b, uint32_t uid)
+{
+	credit(b, uid, SV_BUDGET_NAMESPACES, 1);
 }

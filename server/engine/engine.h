@@ -5,7 +5,9 @@
  *
  * Lock nesting, outermost first:
  *   ns->ids_lock  >  set->lock  >  sem->lock  >  proc->lock
- * and a budget's lock (budget.c), a leaf taken under ids_lock, or ids_lock and a set lock.
+ * and a budget's lock (budget.c), a leaf: taken under ids_lock (semget), ids_lock and a set
+ * lock (removal), a set or semaphore lock (parking), a set lock and proc->lock (undo entries),
+ * or under none (sv_waiter_free).
  * RCU read-side sections may enclose any of them. No engine lock is held when an engine call
  * returns, and none is held while a caller's memory is read or written.
  *
@@ -157,6 +159,8 @@ struct sv_waiter {
 	struct sv_proc *proc; /* reference held */
 	struct sv_undo *un;   /* proc's undo entry for set when a sop has SEM_UNDO */
 	void *cookie;
+	struct sv_budget *budget; /* charged for this waiter (reference held); NULL: none */
+	uint32_t budget_uid;	  /* ... to this uid */
 	int status;
 	uint8_t state;
 	bool alter;
@@ -183,6 +187,7 @@ struct sv_undo {
 	struct sv_proc *proc;
 	int semid;
 	int nsems;
+	uint32_t budget_uid; /* charged to this uid in its set's namespace's budget (budget.c) */
 	int16_t semadj[];
 };
 
@@ -234,6 +239,12 @@ int64_t sv_now(void);
 int sv_budget_charge(struct sv_budget *b, uint32_t uid, int nsems);
 /* Credit what a charge for uid and nsems took. Caller holds ids_lock (and may hold set->lock). */
 void sv_budget_credit(struct sv_budget *b, uint32_t uid, int nsems);
+/* An undo entry for a set of nsems semaphores: 0, -ENOMEM (a bound, or no memory). Any lock. */
+int sv_budget_charge_undo(struct sv_budget *b, uint32_t uid, int nsems);
+void sv_budget_credit_undo(struct sv_budget *b, uint32_t uid, int nsems);
+/* A parked call: 0, -ENOMEM (a bound, or no memory). Any lock. */
+int sv_budget_charge_waiter(struct sv_budget *b, uint32_t uid);
+void sv_budget_credit_waiter(struct sv_budget *b, uint32_t uid);
 
 /* ---- sem.c ---- */
 int sv_sem_lock(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops);

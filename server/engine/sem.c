@@ -747,18 +747,34 @@ void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq)
 
 /* ---- semop / semtimedop ---- */
 
+/*
+ * A ticket for a call about to park, charged to the caller's euid in its namespace's budget
+ * until sv_waiter_free() (budget.c); NULL (ENOMEM) past the budget or out of memory. Caller
+ * holds the lock(s) covering sops.
+ */
 static struct sv_waiter *waiter_new(struct sv_set *set, const struct sv_caller *c,
 				    const struct sv_sembuf *sops, unsigned int nsops,
 				    struct sv_undo *un, bool alter, unsigned int blocking,
 				    void *cookie)
 {
 	size_t sz = sizeof(struct sv_waiter) + nsops * sizeof(struct sv_sembuf);
+	struct sv_budget *b = set->ns->budget;
 	struct sv_waiter *w;
 
+	/* the park path only: a semop that completes at once never gets here (budget.c) */
+	if (b && sv_budget_charge_waiter(b, c->cred->euid))
+		return NULL;
 	sz = (sz + 3) & ~(size_t)3;
 	w = malloc(sz + nsops * sizeof(int32_t));
-	if (!w)
+	if (!w) {
+		if (b)
+			sv_budget_credit_waiter(b, c->cred->euid);
 		return NULL;
+	}
+	if (b)
+		sv_budget_get(b); /* the credit in sv_waiter_free() must not need the namespace */
+	w->budget = b;
+	w->budget_uid = c->cred->euid;
 	memcpy(w->sops, sops, nsops * sizeof(*sops));
 	w->oldpid = (int32_t *)((char *)w + sz);
 	w->wq_next = NULL;
@@ -1085,6 +1101,10 @@ void sv_waiter_free(struct sv_waiter *w)
 {
 	if (!w)
 		return;
+	if (w->budget) {
+		sv_budget_credit_waiter(w->budget, w->budget_uid);
+		sv_budget_put(w->budget);
+	}
 	sv_proc_put(w->proc);
 	sv_set_put(w->set);
 	free(w);

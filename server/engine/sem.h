@@ -211,31 +211,61 @@ void sv_limits_default(struct sv_limits *out);
 /* ---- budgets (budget.c) ---- */
 
 /*
- * Semaphores and sets that may exist at once in all the namespaces sharing a budget, in all and
- * per creating uid (the set's cuid, as the supervisor sees it); 0: no bound. A semget that would
- * pass one fails with ENOSPC. A set is charged when created and credited when removed or when
- * its namespace ends; new maxima apply to creations only.
+ * What may exist at once in all the namespaces sharing a budget, in all and per uid; 0: no
+ * bound. Charged to (budget.c says why):
+ *  - semaphores and sets: the set's creator (cuid). A semget that would pass a bound: ENOSPC.
+ *  - undo entries: the euid whose semop with SEM_UNDO made the entry; an entry counts once per
+ *    SV_BUDGET_UNDO_SEMS semaphores of its set (rounded up). Past a bound: that semop, ENOMEM.
+ *  - waiters (parked semops): the euid of the call. Past a bound the semop that would wait
+ *    fails with ENOMEM.
+ *  - namespaces: the owner of the IPC namespace's user namespace (charged by the caller of
+ *    sv_budget_charge_ns(), the notify layer's registry). Past a bound: ENOSPC.
+ * Each is given back when its object goes; new maxima apply to new charges only.
  */
+enum sv_budget_kind {
+	SV_BUDGET_SEMS,
+	SV_BUDGET_SETS,
+	SV_BUDGET_UNDOS,
+	SV_BUDGET_WAITERS,
+	SV_BUDGET_NAMESPACES,
+	SV_BUDGET_KINDS
+};
+
+#define SV_BUDGET_UNDO_SEMS 32
+
 struct sv_budget_limits {
 	long sems, sems_per_uid;
 	long sets, sets_per_uid;
+	long undos, undos_per_uid;
+	long waiters, waiters_per_uid;
+	long namespaces, namespaces_per_uid;
 };
 
 struct sv_budget_info {
 	struct sv_budget_limits limits;
-	long sems, sets;  /* charged now */
-	uint64_t refused; /* semgets refused with ENOSPC by the budget */
+	long sems, sets;			/* charged now (as used[SEMS], used[SETS]) */
+	long used[SV_BUDGET_KINDS];		/* charged now, by kind */
+	uint64_t refused;			/* every refusal, of any kind */
+	uint64_t refused_kind[SV_BUDGET_KINDS]; /* refusals by the bound that said no */
 };
 
 /* A budget with one reference (the caller's), or NULL when out of memory. */
 struct sv_budget *sv_budget_new(const struct sv_budget_limits *lim);
 void sv_budget_get(struct sv_budget *b);
 void sv_budget_put(struct sv_budget *b); /* NULL is fine */
-/* New maxima (a configuration reload): for creations from now on; any thread. */
+/* New maxima (a configuration reload): for charges from now on; any thread. */
 void sv_budget_set_limits(struct sv_budget *b, const struct sv_budget_limits *lim);
 void sv_budget_info(struct sv_budget *b, struct sv_budget_info *out);
-/* The semaphores charged to uid now. */
+/* What is charged to uid now, of one kind; the semaphores. */
+long sv_budget_uid_count(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind);
 long sv_budget_uid_sems(struct sv_budget *b, uint32_t uid);
+/*
+ * One IPC namespace more for uid (the owner of its user namespace): 0, -ENOSPC (a bound would
+ * be passed; counted as a refusal) or -ENOMEM. Credit it when the namespace ends. Any thread,
+ * any lock held or none (the budget's lock is a leaf).
+ */
+int sv_budget_charge_ns(struct sv_budget *b, uint32_t uid);
+void sv_budget_credit_ns(struct sv_budget *b, uint32_t uid);
 
 /*
  * Hand memory freed by removed sets back to the system (malloc_trim), once the sets freed so

@@ -11,6 +11,10 @@
  * period. Exit applies each entry and unlinks it from its set, but leaves it on the process's
  * list, marked with semid -1, until the proc itself is freed: a completed waiter that is rolled
  * back after the exit still looks at its entry, to learn that exit already compensated it.
+ *
+ * Budget. An entry is charged to its namespace's budget (budget.c) when it joins its set's list
+ * and credited when it leaves it, where live_entries moves: an applied entry kept for rollback
+ * costs little and goes with its proc. A refused charge fails the semop with ENOMEM.
  */
 #include <errno.h>
 #include <string.h>
@@ -151,10 +155,14 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 	xlock(&p->lock);
 	/* Another thread of the process may have been quicker; or the process is gone. */
 	un = lookup_undo(p, semid);
-	if (!un && !atomic_load_explicit(&p->dead, memory_order_relaxed)) {
+	*err = -EIDRM;
+	if (!un && !atomic_load_explicit(&p->dead, memory_order_relaxed) &&
+	    !(set->ns->budget &&
+	      (*err = sv_budget_charge_undo(set->ns->budget, c->cred->euid, set->nsems)))) {
 		fresh->proc = p;
 		fresh->semid = semid;
 		fresh->nsems = set->nsems;
+		fresh->budget_uid = c->cred->euid;
 		cds_list_add_rcu(&fresh->proc_node, &p->undos);
 		cds_list_add(&fresh->set_node, &set->undos);
 		atomic_fetch_add_explicit(&live_entries, 1, memory_order_relaxed);
@@ -164,8 +172,6 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 	xunlock(&p->lock);
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 	free(fresh);
-	if (!un)
-		*err = -EIDRM;
 	return un;
 }
 
@@ -186,6 +192,8 @@ void sv_undo_unlink_all(struct sv_set *set)
 
 		cds_list_del(&un->set_node);
 		atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
+		if (set->ns->budget)
+			sv_budget_credit_undo(set->ns->budget, un->budget_uid, un->nsems);
 		xlock(&p->lock);
 		un->semid = -1;
 		cds_list_del_rcu(&un->proc_node);
@@ -251,6 +259,8 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 		if (un) {
 			cds_list_del(&un->set_node);
 			atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
+			if (set->ns->budget)
+				sv_budget_credit_undo(set->ns->budget, un->budget_uid, un->nsems);
 			un->semid = -1;
 		}
 		xunlock(&p->lock);

@@ -160,5 +160,6 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 
 		sv_budget_info(s->reg.budget, &bi);
 		out->budget_refused = bi.refused;
+		memcpy(out->budget_refused_kind, bi.refused_kind, sizeof(bi.refused_kind));
 	}
 }

@@ -293,7 +293,9 @@ int ident_begin(struct nt_ident *id, struct nt_super *s, struct nt_listener *l,
 			return -ENOMEM;
 		entered = true;
 		/* (read through the pidfd where reads are kept; else by number, proven below) */
-		keep = ident_keeps(s) && l->ns_traps && !atomic_load(&thr->proc->mixed_ns);
+		/* a namespace over the budget is asked for again: it is taken on once room is back */
+		keep = ident_keeps(s) && l->ns_traps && !atomic_load(&thr->proc->mixed_ns) &&
+		       !id->ns->refused;
 	}
 	/* Kept facts must have been read while it waited: the notification proves that too. */
 	if ((!proven || keep) && !nt_waits(l, notif_id)) {

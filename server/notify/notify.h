@@ -74,10 +74,12 @@ struct nt_stats {
 	uint64_t listeners_added, listeners_gone;
 	uint64_t processes_exited;
 	uint64_t namespaces_ended; /* IPC namespaces found gone, and their sets with them */
-	uint64_t received;	 /* notifications the receiver took with its blocking NOTIF_RECV */
-	uint64_t handovers;	 /* listeners handed over to the receiver */
-	uint64_t budget_refused; /* semgets refused with ENOSPC by the budget (nt_config.budget) */
-	uint64_t bulk_calls;	 /* calls of heavy listeners, served in the bulk lane */
+	uint64_t received;  /* notifications the receiver took with its blocking NOTIF_RECV */
+	uint64_t handovers; /* listeners handed over to the receiver */
+	/* calls refused by the budget (nt_config.budget): in all, and by the bound that said no */
+	uint64_t budget_refused;
+	uint64_t budget_refused_kind[SV_BUDGET_KINDS];
+	uint64_t bulk_calls; /* calls of heavy listeners, served in the bulk lane */
 };
 
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen);

@@ -25,6 +25,29 @@ static uint64_t key_of(const struct tgt_nsid *kid)
 	return kid->id ? kid->id : kid->ino;
 }
 
+static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const char *name, int nsfd,
+			    int *err);
+
+/*
+ * The stand-in for IPC namespaces the budget refuses (nsreg.h): empty, and with no room
+ * (SEMMNI and SEMMNS 0), so that semget fails with ENOSPC as natively the unshare would have.
+ * No capability counts in it. Never listed: no reload changes its limits, no probe ends it.
+ */
+static int full_new(struct nsreg *r)
+{
+	struct sv_limits lim = r->limits;
+	int err;
+
+	r->full = ns_new(r, NULL, "(over max_namespaces)", -1, &err);
+	if (!r->full)
+		return err;
+	r->full->refused = true;
+	r->full->nowners = 0;
+	lim.semmns = 0;
+	lim.semmni = 0;
+	return sv_ns_set_limits(r->full->ns, &lim);
+}
+
 int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv_limits *lim,
 	       struct sv_budget *budget)
 {
@@ -58,7 +81,7 @@ int nsreg_init(struct nsreg *r, const struct tgt_features *feat, const struct sv
 	if (tgt_ns_ident(fd, feat->ns_id, &kid) == 0)
 		r->my_user_key = key_of(&kid);
 	close(fd);
-	return 0;
+	return budget ? full_new(r) : 0;
 }
 
 /* ---- IPC namespaces ---- */
@@ -78,7 +101,13 @@ void nt_ns_put(struct nt_ns *n)
 		close(n->sem_fd);
 	if (n->next_id_fd >= 0)
 		close(n->next_id_fd);
-	sv_ns_put(n->ns);
+	if (n->ns)
+		sv_ns_put(n->ns);
+	/* its memory is gone now, not at its end: a record may hold an ended one a while */
+	if (n->budget) {
+		sv_budget_credit_ns(n->budget, n->budget_uid);
+		sv_budget_put(n->budget);
+	}
 	free(n);
 }
 
@@ -97,31 +126,57 @@ static void open_sysctls(struct nsreg *r, struct nt_ns *n, int nsfd)
 		abort(); /* a worker left in another namespace would be wrong for good */
 }
 
-/* A new namespace, not listed yet; nsfd < 0 for a named one. No lock held: it does I/O. */
-static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const char *name, int nsfd)
+/*
+ * A new namespace, not listed yet; nsfd < 0 for a named one. No lock held: it does I/O. NULL
+ * with *err: -ENOMEM, or -ENOSPC when the budget refuses it (nsreg.h).
+ */
+static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const char *name, int nsfd,
+			    int *err)
 {
 	struct nt_ns *n = calloc(1, sizeof(*n));
 
+	*err = -ENOMEM;
 	if (!n)
 		return NULL;
 	n->pin = n->sem_fd = n->next_id_fd = -1;
 	n->refcount = 1;
-	n->ns = sv_ns_new_budget(&r->limits, r->budget);
-	if (!n->ns) {
-		free(n);
-		return NULL;
-	}
 	if (name) {
 		/* served as if it were ours: capabilities count where they do in ours */
 		snprintf(n->name, sizeof(n->name), "%s", name);
 		n->persistent = true;
 		n->nowners = r->my_nowners;
 		memcpy(n->owners, r->my_owners, sizeof(n->owners));
-		return n;
+	} else {
+		n->kid = *kid;
+		snprintf(n->name, sizeof(n->name), "ipc:[%llu]", (unsigned long long)kid->ino);
+		n->persistent = key_of(kid) == r->my_ipc_key;
+		n->nowners = tgt_userns_chain(nsfd, r->feat->ns_id, n->owners, TGT_MAX_USERNS);
+		if (n->nowners < 0)
+			n->nowners = 0; /* no capability will count here */
 	}
-	n->kid = *kid;
-	snprintf(n->name, sizeof(n->name), "ipc:[%llu]", (unsigned long long)kid->ino);
-	n->persistent = key_of(kid) == r->my_ipc_key;
+	/*
+	 * Charged before anything costly is made, so a refused namespace costs its calls a few
+	 * ioctls, not a namespace's memory: to the owner of its user namespace, as the kernel
+	 * charges max_ipc_namespaces (root's when we cannot tell). Our own and named ones are
+	 * the administrator's, and not charged.
+	 */
+	if (!n->persistent && r->budget) {
+		n->budget_uid = n->nowners ? n->owners[0].owner : 0;
+		if ((*err = sv_budget_charge_ns(r->budget, n->budget_uid))) {
+			free(n);
+			return NULL;
+		}
+		sv_budget_get(r->budget);
+		n->budget = r->budget;
+	}
+	n->ns = sv_ns_new_budget(&r->limits, r->budget);
+	if (!n->ns) {
+		*err = -ENOMEM;
+		nt_ns_put(n);
+		return NULL;
+	}
+	if (name)
+		return n;
 	/*
 	 * nsfd holds the namespace now, so a handle that does not open it tells that we may not
 	 * open it (open_by_handle_at says ESTALE for EPERM too): then, as without ids, we hold
@@ -129,12 +184,10 @@ static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const c
 	 */
 	n->probed = r->feat->ns_id && kid->has_handle && tgt_ns_alive(kid) == 1;
 	if (!n->probed && (n->pin = fcntl(nsfd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		*err = -ENOMEM;
 		nt_ns_put(n);
 		return NULL;
 	}
-	n->nowners = tgt_userns_chain(nsfd, r->feat->ns_id, n->owners, TGT_MAX_USERNS);
-	if (n->nowners < 0)
-		n->nowners = 0; /* no capability will count here */
 	if (r->sync_limits) {
 		open_sysctls(r, n, nsfd);
 		nt_ns_sync(n);
@@ -181,6 +234,7 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 	struct tgt_nsid kid;
 	struct nt_ns *n, *drop;
 	uint64_t key;
+	int err;
 
 	if (tgt_ns_key(nsfd, r->feat->ns_id, &key))
 		return NULL;
@@ -196,7 +250,15 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 		return n;
 	if (tgt_ns_ident(nsfd, r->feat->ns_id, &kid))
 		return NULL;
-	n = ns_new(r, &kid, NULL, nsfd);
+	n = ns_new(r, &kid, NULL, nsfd, &err);
+	if (!n && err == -ENOSPC && r->full) {
+		/* over the budget: served as a full, empty namespace (nsreg.h) */
+		xlock(&r->lock);
+		nt_ns_get(r->full);
+		r->full->nthreads++;
+		xunlock(&r->lock);
+		return r->full;
+	}
 	if (!n)
 		return NULL;
 	xlock(&r->lock);
@@ -222,6 +284,7 @@ static struct nt_ns *find_named(struct nsreg *r, const char *name)
 struct nt_ns *nsreg_named(struct nsreg *r, const char *name)
 {
 	struct nt_ns *n, *drop;
+	int err;
 
 	xlock(&r->lock);
 	n = find_named(r, name);
@@ -230,7 +293,7 @@ struct nt_ns *nsreg_named(struct nsreg *r, const char *name)
 	xunlock(&r->lock);
 	if (n)
 		return n;
-	n = ns_new(r, NULL, name, -1);
+	n = ns_new(r, NULL, name, -1, &err);
 	if (!n)
 		return NULL;
 	xlock(&r->lock);
@@ -462,6 +525,8 @@ void nsreg_fini(struct nsreg *r)
 		cds_list_del(&u->node);
 		nt_userns_put(u);
 	}
+	if (r->full)
+		nt_ns_put(r->full);
 	if (r->my_ipc_fd >= 0)
 		close(r->my_ipc_fd);
 	sv_budget_put(r->budget);

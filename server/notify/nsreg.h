@@ -24,6 +24,18 @@
  * unconfined holder does not keep its sets. The supervisor's own IPC namespace and named
  * namespaces end with the supervisor.
  *
+ * Budget. With a budget (semvisord's), every IPC namespace taken on but the supervisor's own
+ * and the named ones is charged to the uid owning its user namespace (as the kernel charges
+ * max_ipc_namespaces to that user namespace's ucounts), from its creation here until its
+ * record is freed (ended, and no thread record holds it any more). One past max_namespaces or
+ * max_namespaces_per_uid is not taken on: natively its unshare(CLONE_NEWIPC) would have failed
+ * with ENOSPC, and here the program already runs in it, so its calls are served from a shared
+ * stand-in (reg->full) that is empty and has no room: semget creating a set fails with ENOSPC,
+ * semget of a key ENOENT, calls on ids EINVAL, IPC_INFO shows SEMMNI and SEMMNS 0; nothing a
+ * refused namespace does can leave state behind. Its threads' namespace is looked up again at
+ * every call, so once room is back the namespace is taken on, empty as it was. Refusals count
+ * in the budget (every call served by the stand-in that asked again).
+ *
  * User namespaces. A user namespace's maps are written once and never change, so the maps of
  * the last few used are kept by id. A map not yet written is never kept: it is read again
  * next time.
@@ -53,9 +65,12 @@ struct nt_ns {
 	bool probed;		   /* its handle opens it: the kernel tells when it ends */
 	char name[64];		   /* "ipc:[INODE]" as /proc/PID/ns/ipc says, or the name */
 	struct sv_ns *ns;
-	int nthreads;	 /* confined threads known to be in it now; under reg->lock */
-	bool listed;	 /* in reg->namespaces: not found dead yet; under reg->lock */
-	bool persistent; /* named, or the supervisor's own: ends with the supervisor */
+	struct sv_budget *budget; /* charged for this namespace (reference held); NULL: not */
+	uint32_t budget_uid;	  /* ... to this uid */
+	bool refused;		  /* the stand-in for namespaces over the budget (reg->full) */
+	int nthreads;		  /* confined threads known to be in it now; under reg->lock */
+	bool listed;		  /* in reg->namespaces: not found dead yet; under reg->lock */
+	bool persistent;	  /* named, or the supervisor's own: ends with the supervisor */
 	/*
 	 * The user namespaces from the one owning this IPC namespace up to the root, with their
 	 * owners: where a capability counts for IPC_OWNER and SYS_ADMIN here (ident.c). Read once;
@@ -94,6 +109,7 @@ struct nsreg {
 	struct tgt_userns_link my_owners[TGT_MAX_USERNS];
 	atomic_uint_fast64_t ended; /* namespaces found dead and ended */
 	struct sv_budget *budget;   /* every namespace's sets are charged there; NULL: nowhere */
+	struct nt_ns *full;	    /* with a budget: serves the namespaces it refuses */
 };
 
 /*

@@ -88,9 +88,18 @@ void nt_stats_print(const struct nt_stats *st, FILE *f)
 			acc += st->service_ns[b];
 		fprintf(f, "semvisor: median service time < %llu ns\n", 1ull << (b + 1));
 	}
-	if (st->budget_refused)
-		fprintf(f, "semvisor: %llu semgets refused by the memory budget\n",
-			(unsigned long long)st->budget_refused);
+	if (st->budget_refused) {
+		const uint64_t *k = st->budget_refused_kind;
+
+		fprintf(
+		    f,
+		    "semvisor: %llu calls refused by the memory budget: semaphores %llu, sets "
+		    "%llu, undo entries %llu, waiters %llu, namespaces %llu\n",
+		    (unsigned long long)st->budget_refused, (unsigned long long)k[SV_BUDGET_SEMS],
+		    (unsigned long long)k[SV_BUDGET_SETS], (unsigned long long)k[SV_BUDGET_UNDOS],
+		    (unsigned long long)k[SV_BUDGET_WAITERS],
+		    (unsigned long long)k[SV_BUDGET_NAMESPACES]);
+	}
 	if (st->received)
 		fprintf(f, "semvisor: %llu calls taken by the receiver, %llu hand-overs\n",
 			(unsigned long long)st->received, (unsigned long long)st->handovers);

@@ -22,10 +22,23 @@
  *   fill NSEMS N    up to N private sets of NSEMS semaphores, kept: "fill: made K" and, if one
  *                   was refused, "fill: refused ERRNO"; then a semop on the last one made
  *                   ("fill: served"), to show the caller is still served (budget tests)
+ *   park KEY N MS   N threads wait at once (semop -1) on a keyed one-semaphore set: "park:
+ *                   parked P" once each has parked or failed, then "park: refused ERRNO R" if
+ *                   some failed; after MS milliseconds it releases them ("park: woken P")
+ *   undo N MS       N private one-semaphore sets, each given a semop with SEM_UNDO: "undo: made
+ *                   K", "undo: refused ERRNO" if one failed (and nothing applied then), "undo:
+ *                   served" if a semop without SEM_UNDO still works; then it keeps its entries
+ *                   for MS milliseconds before exiting (which applies them)
+ *   keep KEY MS     a keyed set in the caller's namespace: "keep: made" or "keep: refused
+ *                   ERRNO"; after MS milliseconds, "keep: served" if it still works (namespace
+ *                   budget tests)
  *
  * Every blocking call has a timeout (semtimedop), so a broken daemon fails a test instead of
  * hanging it. Exit status 0 when every check held, 1 otherwise, 2 for a setup failure.
  */
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "prog.h"
 
 #define TURN_TIMEOUT_S 20
@@ -112,6 +125,106 @@ static int wait_ncnt(key_t key, int count)
 	return v == count ? 0 : 1;
 }
 
+struct parker {
+	pthread_t t;
+	int id;
+	int err; /* 0 while parked or after being woken */
+};
+
+static atomic_int park_failed;
+
+static void *park_one(void *arg)
+{
+	struct parker *p = arg;
+	struct sembuf b = { 0, -1, 0 };
+	struct timespec ts = { TURN_TIMEOUT_S, 0 };
+
+	if (semtimedop(p->id, &b, 1, &ts) < 0) {
+		p->err = errno;
+		atomic_fetch_add(&park_failed, 1);
+	}
+	return NULL;
+}
+
+/* N threads park at once; the daemon's bound may refuse some (the budget tests). */
+static int park(key_t key, int n, int hold_ms)
+{
+	struct parker *p = calloc((size_t)n, sizeof(*p));
+	int id = semget(key, 1, IPC_CREAT | 0600), parked = 0, failed, woken = 0, err = 0;
+	int64_t end = now_ns() + 20 * 1000000000LL;
+
+	MUST(p && id >= 0);
+	for (int i = 0; i < n; i++) {
+		p[i].id = id;
+		MUST(pthread_create(&p[i].t, NULL, park_one, &p[i]) == 0);
+	}
+	/* settled: each thread is parked (GETNCNT) or has failed */
+	while (now_ns() < end &&
+	       (parked = semctl(id, 0, GETNCNT)) + (failed = atomic_load(&park_failed)) < n)
+		usleep(2000);
+	failed = atomic_load(&park_failed);
+	printf("park: parked %d\n", parked);
+	for (int i = 0; i < n; i++)
+		if (p[i].err)
+			err = p[i].err;
+	if (failed)
+		printf("park: refused %s %d\n", errname(err), failed);
+	fflush(stdout);
+	usleep((useconds_t)hold_ms * 1000);
+	EXPECT(semctl(id, 0, SETVAL, n) == 0, "park: release: %s", errname(errno));
+	for (int i = 0; i < n; i++) {
+		MUST(pthread_join(p[i].t, NULL) == 0);
+		woken += !p[i].err;
+	}
+	printf("park: woken %d\n", woken);
+	EXPECT(semctl(id, 0, IPC_RMID) == 0, "park: IPC_RMID: %s", errname(errno));
+	free(p);
+	return prog_exit_status();
+}
+
+/* N SEM_UNDO entries, one per set; the daemon's bound may refuse one (the budget tests). */
+static int undo(int n, int hold_ms)
+{
+	struct sembuf up = { 0, 1, SEM_UNDO }, plain = { 0, 1, 0 };
+	int made = 0, id = -1;
+
+	while (made < n) {
+		id = semget(IPC_PRIVATE, 1, 0600);
+		MUST(id >= 0);
+		if (semop(id, &up, 1) < 0)
+			break;
+		made++;
+	}
+	printf("undo: made %d\n", made);
+	if (made < n) {
+		printf("undo: refused %s\n", errname(errno));
+		EXPECT(getval(id, 0) == 0, "undo: the refused semop applied: %d", getval(id, 0));
+	}
+	if (semop(id, &plain, 1) == 0 && getval(id, 0) == (made < n ? 1 : 2))
+		printf("undo: served\n");
+	fflush(stdout);
+	usleep((useconds_t)hold_ms * 1000);
+	return prog_exit_status();
+}
+
+/* A set in the caller's namespace, used again later (the namespace budget tests). */
+static int keep(key_t key, int hold_ms)
+{
+	int id = semget(key, 1, IPC_CREAT | 0600);
+	struct sembuf up = { 0, 1, 0 };
+
+	if (id < 0) {
+		printf("keep: refused %s\n", errname(errno));
+		return 0;
+	}
+	printf("keep: made\n");
+	fflush(stdout);
+	usleep((useconds_t)hold_ms * 1000);
+	if (semop(id, &up, 1) == 0 && getval(id, 0) == 1)
+		printf("keep: served\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	prog_init();
@@ -169,7 +282,14 @@ int main(int argc, char **argv)
 		CHECK("post", 0, sop1(id, 0, (short)atoi(argv[3]), 0));
 		return prog_exit_status();
 	}
+	if (argc == 5 && !strcmp(argv[1], "park"))
+		return park((key_t)key_arg(argv[2]), atoi(argv[3]), atoi(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "undo"))
+		return undo(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "keep"))
+		return keep((key_t)key_arg(argv[2]), atoi(argv[3]));
 	fprintf(stderr, "usage: daemon-sem ping|pong KEY N | show KEY [rm] | gone KEY | "
-			"semget NSEMS | wait KEY | ncnt KEY COUNT | post KEY COUNT | new KEY\n");
+			"semget NSEMS | wait KEY | ncnt KEY COUNT | post KEY COUNT | new KEY | "
+			"fill NSEMS N | park KEY N MS | undo N MS | keep KEY MS\n");
 	return 2;
 }
