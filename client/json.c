@@ -222,6 +222,8 @@ static json_t *json_stats_doc(const Semvisor__Stats *s)
 			  ju64(s->budget_refused_undos), "waiters", ju64(s->budget_refused_waiters),
 			  "namespaces", ju64(s->budget_refused_namespaces))))
 		oom();
+	if (doc && json_object_set_new(doc, "bulk_calls", ju64(s->bulk_calls)))
+		oom();
 	if (doc && s->n_clients) {
 		json_t *clients = json_array();
 

@@ -255,6 +255,9 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 		s->budget_refused_waiters);
 	sample1(f, "semvisor_budget_refused_kind_total", "kind", "namespaces",
 		s->budget_refused_namespaces);
+	counter(f, "semvisor_bulk_calls_total",
+		"Calls of heavy clients (large whole-set operations), served by the bulk lane.",
+		s->bulk_calls);
 
 	/* only the adaptive mutex keeps these: with another lock they would be zeros that lie */
 	if (l && !strcmp(l->kind, "amutex")) {

@@ -192,6 +192,8 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 		(unsigned long long)s->budget_refused_undos,
 		(unsigned long long)s->budget_refused_waiters,
 		(unsigned long long)s->budget_refused_namespaces);
+	fprintf(f, "%-13s %llu calls of heavy clients, served apart\n", "bulk lane",
+		(unsigned long long)s->bulk_calls);
 	if (l && !strcmp(l->kind, "amutex"))
 		fprintf(f,
 			"%-13s %s: %llu acquired (%llu free, %llu spun, %llu slept); %llu sleeps, "

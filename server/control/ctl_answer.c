@@ -497,6 +497,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->budget_refused_undos = st.budget_refused_kind[SV_BUDGET_UNDOS];
 	s->budget_refused_waiters = st.budget_refused_kind[SV_BUDGET_WAITERS];
 	s->budget_refused_namespaces = st.budget_refused_kind[SV_BUDGET_NAMESPACES];
+	s->bulk_calls = st.bulk_calls;
 	s->lock = lock_msg(cx, a);
 	namespaces_into(cx, a, s);
 	if (with_clients)

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -47,6 +48,7 @@
 #include "notify/super.h"
 
 #define SWEEP_INTERVAL_MS 100
+#define BULK_NICE	  10 /* the bulk worker's, relative to the other workers' */
 #define PROBE_SWEEPS	  10 /* namespaces without a confined thread are probed once a second */
 
 /* Ask the kernel which of the namespaces nobody we serve is in have ended. */
@@ -98,6 +100,13 @@ static void *bulk_main(void *arg)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/*
+	 * Where CPUs are scarce the light calls go first: heavy ones are long anyway, and a
+	 * light caller waiting for a CPU the bulk worker holds is what the lane is against.
+	 * Nice, not SCHED_IDLE: the bulk worker takes locks others may need (a thread's,
+	 * exits_lock, engine locks), so it must not starve while it holds one.
+	 */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BULK_NICE);
 	sv_thread_register();
 	for (;;) {
 		xlock(&s->bulk_lock);
