@@ -32,6 +32,11 @@
  *   keep KEY MS     a keyed set in the caller's namespace: "keep: made" or "keep: refused
  *                   ERRNO"; after MS milliseconds, "keep: served" if it still works (namespace
  *                   budget tests)
+ *   greedy NSEMS MS a private set of NSEMS semaphores, SETALL then GETALL in a loop for MS
+ *                   milliseconds, every GETALL checked against the SETALL before it: "greedy:
+ *                   rounds R"
+ *   probe N         N semops (+1, -1 in turns, a pause after each) on a private semaphore,
+ *                   each timed: "probe: p50 A p99 B" in nanoseconds (fairness tests)
  *
  * Every blocking call has a timeout (semtimedop), so a broken daemon fails a test instead of
  * hanging it. Exit status 0 when every check held, 1 otherwise, 2 for a setup failure.
@@ -225,6 +230,80 @@ static int keep(key_t key, int hold_ms)
 	return 0;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int greedy(int nsems, int ms)
+{
+	int id = semget(IPC_PRIVATE, nsems, 0600);
+	unsigned short *set = calloc((size_t)nsems, sizeof(*set));
+	unsigned short *got = calloc((size_t)nsems, sizeof(*got));
+	int64_t end = mono_ns() + (int64_t)ms * 1000000;
+	long rounds = 0;
+
+	if (id < 0 || !set || !got) {
+		printf("FAIL: greedy: semget(%d): %s\n", nsems, errname(errno));
+		return 2;
+	}
+	while (mono_ns() < end) {
+		for (int i = 0; i < nsems; i++)
+			set[i] = (unsigned short)((i + rounds) & 0xff);
+		if (semctl(id, 0, SETALL, set) || semctl(id, 0, GETALL, got)) {
+			printf("FAIL: greedy: SETALL/GETALL: %s\n", errname(errno));
+			prog_failures++;
+			break;
+		}
+		if (memcmp(set, got, (size_t)nsems * sizeof(*set))) {
+			printf("FAIL: greedy: GETALL is not what SETALL wrote\n");
+			prog_failures++;
+			break;
+		}
+		rounds++;
+	}
+	semctl(id, 0, IPC_RMID);
+	printf("greedy: rounds %ld\n", rounds);
+	free(set);
+	free(got);
+	return prog_failures ? 1 : 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int probe(int n)
+{
+	int id = semget(IPC_PRIVATE, 1, 0600);
+	int64_t *lat = calloc((size_t)n, sizeof(*lat));
+	const struct timespec pause = { 0, 150000 };
+
+	if (id < 0 || !lat || n < 100) {
+		printf("FAIL: probe: semget: %s\n", errname(errno));
+		return 2;
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = mono_ns();
+
+		if (step(id, 0, i & 1 ? -1 : 1, "probe"))
+			break;
+		lat[i] = mono_ns() - t0;
+		nanosleep(&pause, NULL);
+	}
+	semctl(id, 0, IPC_RMID);
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_i64);
+	printf("probe: p50 %lld p99 %lld\n", (long long)lat[n / 2], (long long)lat[n * 99 / 100]);
+	free(lat);
+	return prog_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	prog_init();
@@ -286,6 +365,10 @@ int main(int argc, char **argv)
 		return park((key_t)key_arg(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "undo"))
 		return undo(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "greedy"))
+		return greedy(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "probe"))
+		return probe(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "keep"))
 		return keep((key_t)key_arg(argv[2]), atoi(argv[3]));
 	fprintf(stderr, "usage: daemon-sem ping|pong KEY N | show KEY [rm] | gone KEY | "
