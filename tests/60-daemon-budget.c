@@ -89,24 +89,6 @@ static void bg_done(pid_t pid, const char *name, const char *want)
 	free(out);
 }
 
-static void need_setpriv(void)
-{
-	char *out;
-	const char *argv[] = { "setpriv",
-			       "--reuid=1000",
-			       "--regid=1000",
-			       "--clear-groups",
-			       dh_bin("semvisor-run"),
-			       "--version",
-			       NULL };
-
-	if (system("setpriv --version >/dev/null 2>&1") != 0)
-		cr_skip_test("setpriv is not installed (Debian package util-linux)");
-	if (dh_run(argv, 10000, &out) != 0)
-		cr_skip_test("user 1000 cannot run %s here: %s", dh_bin("semvisor-run"), out);
-	free(out);
-}
-
 static char *stats(const char *ctl, const char *json)
 {
 	const char *argv[] = { dh_bin("semvisorctl"), "--socket", ctl, "stats", json, NULL };
@@ -130,7 +112,7 @@ Test(daemon_budget, per_uid_and_daemon_wide)
 	struct dh_daemon d;
 
 	dh_setup();
-	need_setpriv();
+	dh_need_setpriv();
 	/* a copy: dh_path()'s buffers are reused after a few calls */
 	snprintf(conf, sizeof(conf), "%s", dh_path("budget.conf"));
 	dh_write_file(conf, "agent_socket_mode = 0666\nmax_semaphores_per_uid = 100\n"
@@ -211,7 +193,7 @@ Test(daemon_budget, memory_returned)
 	if (UNDER_ASAN)
 		cr_skip_test("RSS is AddressSanitizer's under ASan");
 	dh_setup();
-	need_setpriv();
+	dh_need_setpriv();
 	snprintf(ctlpath, sizeof(ctlpath), "%s", dh_path("ctl.sock"));
 	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
 	dh_daemon_start(&d, "d",
@@ -293,7 +275,7 @@ Test(daemon_budget, waiters)
 	pid_t bg;
 
 	dh_setup();
-	need_setpriv();
+	dh_need_setpriv();
 	start_with(&d, ctlpath, sizeof(ctlpath), "max_waiters_per_uid = 3\nmax_waiters = 5\n");
 	bg = as_uid_bg(&d, 1000, false,
 		       (const char *const[]){ "park", "0x5100", "5", "4000", NULL }, "park1000");
@@ -334,7 +316,7 @@ Test(daemon_budget, undos)
 	pid_t bg;
 
 	dh_setup();
-	need_setpriv();
+	dh_need_setpriv();
 	start_with(&d, ctlpath, sizeof(ctlpath), "max_undos_per_uid = 3\nmax_undos = 5\n");
 	bg = as_uid_bg(&d, 1000, false, (const char *const[]){ "undo", "5", "4000", NULL },
 		       "undo1000");
@@ -380,7 +362,7 @@ Test(daemon_budget, namespaces)
 	pid_t a, b, c;
 
 	dh_setup();
-	need_setpriv();
+	dh_need_setpriv();
 	start_with(&d, ctlpath, sizeof(ctlpath),
 		   "max_namespaces_per_uid = 2\nmax_namespaces = 3\n");
 	a = as_uid_bg(&d, 1000, true, (const char *const[]){ "keep", "0x5300", "3000", NULL },

@@ -568,6 +568,25 @@ static inline const char *const *dh_prog_argv(struct dh_cmd *c, const char *sock
 		       30000, (out));                                                              \
 	})
 
+/* Skip unless setpriv(1) can run semvisor-run as user 1000 (tenants of other users). */
+static inline void dh_need_setpriv(void)
+{
+	char *out;
+	const char *argv[] = { "setpriv",
+			       "--reuid=1000",
+			       "--regid=1000",
+			       "--clear-groups",
+			       dh_bin("semvisor-run"),
+			       "--version",
+			       NULL };
+
+	if (system("setpriv --version >/dev/null 2>&1") != 0)
+		cr_skip_test("setpriv is not installed (Debian package util-linux)");
+	if (dh_run(argv, 10000, &out) != 0)
+		cr_skip_test("user 1000 cannot run %s here: %s", dh_bin("semvisor-run"), out);
+	free(out);
+}
+
 /* ---- setup and cleanup ---- */
 
 static inline int dh_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)

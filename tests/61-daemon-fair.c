@@ -137,21 +137,9 @@ Test(daemon_fair, greedy_tenants_apart)
 	bool met = false;
 	struct dh_daemon d;
 	int attempt = 0;
-	char *out;
-	const char *argv[] = { "setpriv",
-			       "--reuid=1000",
-			       "--regid=1000",
-			       "--clear-groups",
-			       dh_bin("semvisor-run"),
-			       "--version",
-			       NULL };
 
 	dh_setup();
-	if (system("setpriv --version >/dev/null 2>&1") != 0)
-		cr_skip_test("setpriv is not installed (Debian package util-linux)");
-	if (dh_run(argv, 10000, &out) != 0)
-		cr_skip_test("user 1000 cannot run %s here: %s", dh_bin("semvisor-run"), out);
-	free(out);
+	dh_need_setpriv();
 	snprintf(ctlpath, sizeof(ctlpath), "%s", dh_path("ctl.sock"));
 	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
 	dh_daemon_start(&d, "d",
