@@ -133,7 +133,7 @@ static long median3(const long *v)
 Test(daemon_fair, greedy_tenants_apart)
 {
 	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX];
-	long alone[REPS], loaded[REPS];
+	long alone[REPS] = { 0 }, loaded[REPS] = { 0 };
 	bool met = false;
 	struct dh_daemon d;
 	int attempt = 0;
