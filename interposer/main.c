@@ -51,6 +51,8 @@
 
 struct options {
 	bool verbose;
+	const char *trace_path; /* -o: the -v lines go there instead of standard error */
+	FILE *trace;
 	bool stats;
 	int workers;
 	bool have_limits;
@@ -69,7 +71,9 @@ static void usage(FILE *f)
 	       "kernel's own. Everything PROGRAM starts is served too. Exit status, signals and\n"
 	       "standard input and output pass through as if PROGRAM ran alone.\n"
 	       "\n"
-	       "  -v, --verbose          print one line per served call on standard error\n"
+	       "  -v, --verbose          print one line per served call on standard error, as\n"
+	       "                         strace names calls, commands and flags\n"
+	       "  -o, --output=FILE      with -v, write those lines to FILE instead\n"
 	       "      --stats            print a summary of what was served when PROGRAM exits\n"
 	       "      --limits=MSL,MNS,OPM,MNI\n"
 	       "                         semaphore limits, as /proc/sys/kernel/sem orders them:\n"
@@ -105,6 +109,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	};
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "stats", no_argument, NULL, OPT_STATS },
 		{ "limits", required_argument, NULL, OPT_LIMITS },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
@@ -116,11 +121,18 @@ static void parse_options(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	/* '+': stop at the first non-option, so PROGRAM's own options are left alone */
-	while ((c = getopt_long(argc, argv, "+vhV", longopts, NULL)) != -1) {
+	/*
+	 * '+': stop at the first non-option, so PROGRAM's own options are left alone. ':' and
+	 * opterr 0: our messages, which name the program and not the path it was run by.
+	 */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:vo:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			o->verbose = true;
+			break;
+		case 'o':
+			o->trace_path = optarg;
 			break;
 		case OPT_STATS:
 			o->stats = true;
@@ -161,10 +173,29 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'V':
 			printf("semvisor-run %s\n", SEMVISOR_VERSION);
 			exit(0);
+		case ':':
+			fprintf(stderr, "semvisor-run: option '%s' needs a value\n",
+				argv[optind - 1]);
+			fprintf(stderr, "Try 'semvisor-run --help' for more information.\n");
+			exit(EXIT_SELF);
 		default:
+			if (optopt)
+				fprintf(stderr, "semvisor-run: unknown option '-%c'\n", optopt);
+			else
+				fprintf(stderr, "semvisor-run: unknown option '%s'\n",
+					argv[optind - 1]);
 			fprintf(stderr, "Try 'semvisor-run --help' for more information.\n");
 			exit(EXIT_SELF);
 		}
+	}
+	if (o->trace_path && !o->verbose) {
+		fprintf(stderr, "semvisor-run: -o names where -v writes; add -v\n");
+		exit(EXIT_SELF);
+	}
+	if (o->trace_path && o->daemon) {
+		fprintf(stderr, "semvisor-run: -v belongs to the embedded supervisor; semvisord "
+				"traces with its own --trace\n");
+		exit(EXIT_SELF);
 	}
 	if (o->control && o->daemon) {
 		fprintf(stderr, "semvisor-run: --control belongs to the embedded supervisor; "
@@ -249,7 +280,7 @@ static void supervise(const struct options *o, int handoff, int ctl)
 	struct nt_config cfg = {
 		.nworkers = o->workers,
 		.limits = o->have_limits ? &o->limits : NULL,
-		.trace = o->verbose ? stderr : NULL,
+		.trace = o->verbose ? (o->trace ? o->trace : stderr) : NULL,
 		.exit_when_idle = true,
 	};
 	struct nt_listener_opts lopts = { .name = "semvisor-run", .ns_traps = true };
@@ -275,7 +306,7 @@ static void supervise(const struct options *o, int handoff, int ctl)
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	if (o->verbose)
-		setvbuf(stderr, NULL, _IOLBF, 0);
+		setvbuf(o->trace ? o->trace : stderr, NULL, _IOLBF, 0);
 
 	the_super = nt_super_new(&cfg, err, sizeof(err));
 	if (!the_super) {
@@ -449,6 +480,9 @@ int main(int argc, char **argv)
 	int status;
 
 	parse_options(argc, argv, &o);
+	/* Opened here, so that a bad path is said before PROGRAM runs; never PROGRAM's (CLOEXEC). */
+	if (o.trace_path && !(o.trace = fopen(o.trace_path, "we")))
+		die("cannot write %s: %s", o.trace_path, strerror(errno));
 
 	if (pipe2(errpipe, O_CLOEXEC))
 		die("pipe: %s", strerror(errno));

@@ -96,14 +96,20 @@ Test(run_cli, bad_options)
 		{ "--workers=0", NULL },
 		{ "--workers=abc", NULL },
 		{ "--limits", NULL },
+		{ "-o", NULL },
+		{ "-o/dev/null", NULL },	  /* without -v */
+		{ "-v", "-o/nonexistent/dir/x" }, /* cannot be written */
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct run_result r;
 
-		run(&SPEC(.prog = "cli", .args = { "exit", "7" }, .opts = { bad[i][0] }), &r);
+		run(&SPEC(.prog = "cli", .args = { "exit", "7" }, .opts = { bad[i][0], bad[i][1] }),
+		    &r);
 		cr_assert_eq(exit_code(&r), 125, "%s: exit %d, expected 125", r.cmd, exit_code(&r));
 		cr_assert(strlen(r.err) > 10, "%s: no message on stderr", r.cmd);
+		/* named as the program is, not by the path it was run as */
+		cr_assert(!strncmp(r.err, "semvisor-run: ", 14), "%s: message: %s", r.cmd, r.err);
 		cr_assert_str_empty(r.out, "%s: the program ran? stdout: %s", r.cmd, r.out);
 		run_free(&r);
 	}
@@ -279,6 +285,41 @@ Test(run_cli, verbose)
 }
 
 /* --limits against the same limits written into the namespace's /proc/sys/kernel/sem. */
+/* -v -o FILE: the trace goes to FILE, calls, commands and flags named as strace names them. */
+Test(run_cli, verbose_to_file)
+{
+	char path[] = "/tmp/semvisor-trace-XXXXXX", opt[64];
+	struct run_result r;
+	char *text;
+	FILE *f;
+	long len;
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	snprintf(opt, sizeof(opt), "-o%s", path);
+	run(&SPEC(.prog = "cli", .args = { "count" }, .opts = { "-v", opt }), &r);
+	cr_assert_eq(exit_code(&r), 0, "%s", r.err);
+	cr_assert(!strstr(r.err, "semvisor: ["), "trace lines on stderr:\n%s", r.err);
+	f = fopen(path, "r");
+	cr_assert(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)len + 1);
+	cr_assert(text && fread(text, 1, (size_t)len, f) == (size_t)len);
+	fclose(f);
+	unlink(path);
+	cr_assert(strstr(text, "semget(IPC_PRIVATE, 1, 0600) = "), "%s", text);
+	cr_assert(strstr(text, "semget(0x5151, 1, IPC_CREAT|0600) = "), "%s", text);
+	cr_assert(strstr(text, "semget(0x5151, 0, 0) = "), "%s", text);
+	cr_assert(strstr(text, ", 0, GETVAL, 0) = 1\n"), "%s", text);
+	cr_assert(strstr(text, ", 1, NULL) = 0\n"),
+		  "glibc's semop is semtimedop without a timeout:\n%s", text);
+	free(text);
+	run_free(&r);
+}
+
 Test(run_cli, limits)
 {
 	struct run_result c, n;

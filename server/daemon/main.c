@@ -165,7 +165,8 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 	int nsets = 0, c;
 
 	d->config_path = CFG_DEFAULT_PATH;
-	while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
+	opterr = 0; /* our messages name the program, not the path it was run by */
+	while ((c = getopt_long(argc, argv, ":c:hV", opts, NULL)) != -1) {
 		const char *key = NULL;
 
 		switch (c) {
@@ -214,7 +215,16 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 		case 'V':
 			printf("semvisord %s\n", SEMVISOR_VERSION);
 			exit(0);
+		case ':':
+			fprintf(stderr, "semvisord: option '%s' needs a value\n", argv[optind - 1]);
+			fprintf(stderr, "Try 'semvisord --help' for more information.\n");
+			return -1;
 		default:
+			if (optopt)
+				fprintf(stderr, "semvisord: unknown option '-%c'\n", optopt);
+			else
+				fprintf(stderr, "semvisord: unknown option '%s'\n",
+					argv[optind - 1]);
 			fprintf(stderr, "Try 'semvisord --help' for more information.\n");
 			return -1;
 		}

@@ -24,26 +24,63 @@ static const char *call_name(int nr)
 	return "?";
 }
 
+/* semctl's command as strace names it, or its number (x86_64 has no IPC_64 flag to strip). */
+static const char *cmd_name(int cmd, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		[SV_IPC_RMID] = "IPC_RMID", [SV_IPC_SET] = "IPC_SET",
+		[SV_IPC_STAT] = "IPC_STAT", [SV_IPC_INFO] = "IPC_INFO",
+		[SV_GETPID] = "GETPID",	    [SV_GETVAL] = "GETVAL",
+		[SV_GETALL] = "GETALL",	    [SV_GETNCNT] = "GETNCNT",
+		[SV_GETZCNT] = "GETZCNT",   [SV_SETVAL] = "SETVAL",
+		[SV_SETALL] = "SETALL",	    [SV_SEM_STAT] = "SEM_STAT",
+		[SV_SEM_INFO] = "SEM_INFO", [SV_SEM_STAT_ANY] = "SEM_STAT_ANY",
+	};
+	if (cmd >= 0 && cmd < (int)(sizeof(names) / sizeof(names[0])) && names[cmd])
+		return names[cmd];
+	snprintf(buf, len, "%#x /* SEM_??? */", (unsigned int)cmd);
+	return buf;
+}
+
+/* semget's flags as strace writes them: "IPC_CREAT|IPC_EXCL|0600". */
+static const char *flags_name(unsigned int flags, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%#o", flags & SV_IPC_CREAT ? "IPC_CREAT|" : "",
+		 flags & SV_IPC_EXCL ? "IPC_EXCL|" : "", flags & SV_IPC_NOWAIT ? "IPC_NOWAIT|" : "",
+		 flags & ~(unsigned int)(SV_IPC_CREAT | SV_IPC_EXCL | SV_IPC_NOWAIT));
+	return buf;
+}
+
 void nt_trace(struct nt_super *s, int32_t tid, int nr, const uint64_t *a, long val, const char *how)
 {
-	char res[64];
+	char res[64], x[48], y[48];
 
 	if (!s->cfg.trace)
 		return;
 	if (val < 0)
-		snprintf(res, sizeof(res), "-1 %s", strerrorname_np((int)-val) ?: "E?");
+		snprintf(res, sizeof(res), "-1 %s (%s)", strerrorname_np((int)-val) ?: "E?",
+			 strerror((int)-val));
 	else
 		snprintf(res, sizeof(res), "%ld", val);
-	if (nr == NR_SEMGET)
-		fprintf(s->cfg.trace, "semvisor: [%d] semget(%#x, %d, %#o) = %s%s\n", tid,
-			(unsigned int)a[0], (int)a[1], (unsigned int)a[2], res, how);
-	else if (nr == NR_SEMCTL)
-		fprintf(s->cfg.trace, "semvisor: [%d] semctl(%d, %d, %d, %#llx) = %s%s\n", tid,
-			(int)a[0], (int)a[1], (int)a[2], (unsigned long long)a[3], res, how);
-	else
+	if (nr == NR_SEMGET) {
+		if ((int32_t)a[0] == SV_IPC_PRIVATE)
+			snprintf(x, sizeof(x), "IPC_PRIVATE");
+		else
+			snprintf(x, sizeof(x), "%#x", (unsigned int)a[0]);
+		fprintf(s->cfg.trace, "semvisor: [%d] semget(%s, %d, %s) = %s%s\n", tid, x,
+			(int)a[1], flags_name((unsigned int)a[2], y, sizeof(y)), res, how);
+	} else if (nr == NR_SEMCTL) {
+		fprintf(s->cfg.trace, "semvisor: [%d] semctl(%d, %d, %s, %#llx) = %s%s\n", tid,
+			(int)a[0], (int)a[1], cmd_name((int)a[2], x, sizeof(x)),
+			(unsigned long long)a[3], res, how);
+	} else {
 		fprintf(s->cfg.trace, "semvisor: [%d] %s(%d, %#llx, %u%s) = %s%s\n", tid,
 			call_name(nr), (int)a[0], (unsigned long long)a[1], (unsigned int)a[2],
-			nr == NR_SEMTIMEDOP && a[3] ? ", timeout" : "", res, how);
+			nr != NR_SEMTIMEDOP ? ""
+			: a[3]		    ? ", timeout"
+					    : ", NULL",
+			res, how);
+	}
 }
 
 static const char *const call_names[NT_NCALLS] = {
