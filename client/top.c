@@ -106,11 +106,11 @@ static void hist_row(FILE *f, const char *what, const Semvisor__Histogram *h,
 	char a[32], b[32];
 
 	if (!n || n > 64) {
-		fprintf(f, "%-10s none\n", what);
+		fprintf(f, "%-13s none\n", what);
 		return;
 	}
 	fprintf(
-	    f, "%-10s %10llu  all: median <= %-8s p99 <= %-8s", what, (unsigned long long)h->total,
+	    f, "%-13s %10llu  all: median <= %-8s p99 <= %-8s", what, (unsigned long long)h->total,
 	    h->total ? text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 0.5), a, sizeof(a))
 		     : "-",
 	    h->total ? text_fmt_ns(text_hist_quantile(h->count, h->bound_ns, n, 0.99), b, sizeof(b))
@@ -128,6 +128,8 @@ static void hist_row(FILE *f, const char *what, const Semvisor__Histogram *h,
 	}
 	fputc('\n', f);
 }
+
+#define CLEAR_SCREEN "\033[H\033[2J" /* cursor home, clear */
 
 struct crow {
 	const Semvisor__Client *c;
@@ -151,8 +153,8 @@ static const Semvisor__Client *find_client(const Semvisor__Stats *s, const Semvi
 	return NULL;
 }
 
-static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, bool tty,
-		   uint32_t interval_ms)
+static void render_screen(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, bool tty,
+			  uint32_t interval_ms)
 {
 	static const Semvisor__CallCounts none = SEMVISOR__CALL_COUNTS__INIT;
 	const Semvisor__CallCounts *c = s->calls ? s->calls : &none;
@@ -166,46 +168,46 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 	if (tty) {
 		if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
 			rows = ws.ws_row;
-		fputs("\033[H\033[2J", f);
+		fputs(CLEAR_SCREEN, f);
 	}
 	text_fmt_time(s->unix_ms / 1000, when, sizeof(when));
 	fprintf(f, "semvisor top: server pid %u, every %.1fs, %s%s\n", s->server_pid,
 		interval_ms / 1000.0, when, tty ? "   (q to quit)" : "");
-	fprintf(f, "%-10s %10s %10s\n", "", "TOTAL", dt > 0 ? "PER SEC" : "");
+	fprintf(f, "%-13s %10s %10s\n", "", "TOTAL", dt > 0 ? "PER SEC" : "");
 	fprintf(f,
-		"%-10s %10llu %10s  semop %s, semtimedop %s, semget %s, semctl %s, "
-		"other %s\n",
+		"%-13s %10llu %10s  semget %s, semop %s, semtimedop %s, semctl %s, "
+		"namespace changes %s, other %s\n",
 		"calls", (unsigned long long)calls_sum(c), rs(calls_sum(c), calls_sum(pc), dt),
-		rs(c->semop, pc->semop, dt), rs(c->semtimedop, pc->semtimedop, dt),
-		rs(c->semget, pc->semget, dt), rs(c->semctl, pc->semctl, dt),
-		rs(c->other + c->ns_changes, pc->other + pc->ns_changes, dt));
+		rs(c->semget, pc->semget, dt), rs(c->semop, pc->semop, dt),
+		rs(c->semtimedop, pc->semtimedop, dt), rs(c->semctl, pc->semctl, dt),
+		rs(c->ns_changes, pc->ns_changes, dt), rs(c->other, pc->other, dt));
 	fprintf(f,
-		"%-10s %10llu %10s  woken %s, timed out %s, interrupted %s, "
+		"%-13s %10llu %10s  parked: woken %s, timed out %s, interrupted %s; "
 		"rolled back %s\n",
 		"waits", (unsigned long long)s->parked, rs(s->parked, p ? p->parked : 0, dt),
 		rs(s->woken, p ? p->woken : 0, dt), rs(s->timeouts, p ? p->timeouts : 0, dt),
 		rs(s->interrupted, p ? p->interrupted : 0, dt),
 		rs(s->rolled_back, p ? p->rolled_back : 0, dt));
-	fprintf(f, "%-10s %10llu %10s ", "errors", (unsigned long long)errors_total(s),
+	fprintf(f, "%-13s %10llu %10s ", "errors", (unsigned long long)errors_total(s),
 		rs(errors_total(s), p ? errors_total(p) : 0, dt));
 	for (size_t i = 0; i < s->n_errors && i < 6; i++)
 		fprintf(f, "%s %s %s", i ? "," : "",
 			text_safe(s->errors[i]->name, name, sizeof(name)),
 			rs(s->errors[i]->count, error_count(p, s->errors[i]->code), dt));
 	fputc('\n', f);
-	hist_row(f, "service", s->service, p ? p->service : NULL);
-	hist_row(f, "wait", s->wait, p ? p->wait : NULL);
+	hist_row(f, "service time", s->service, p ? p->service : NULL);
+	hist_row(f, "wait time", s->wait, p ? p->wait : NULL);
 	if (s->lock && !strcmp(s->lock->kind, "amutex")) {
 		const Semvisor__LockStats *l = s->lock, *pl = p ? p->lock : NULL;
 
 		fprintf(
-		    f, "%-10s %10llu %10s  %s: spun %s, slept %s, cancels %s\n", "locks",
+		    f, "%-13s %10llu %10s  %s: spun %s, slept %s, cancels %s\n", "locks",
 		    (unsigned long long)l->acquired, rs(l->acquired, pl ? pl->acquired : 0, dt),
 		    text_safe(l->kind, name, sizeof(name)), rs(l->spun, pl ? pl->spun : 0, dt),
 		    rs(l->slept, pl ? pl->slept : 0, dt),
 		    rs(l->unqueues + l->head_quits, pl ? pl->unqueues + pl->head_quits : 0, dt));
 	}
-	fprintf(f, "%-10s %10u  now (%llu arrived, %llu gone; %llu processes exited)\n", "clients",
+	fprintf(f, "%-13s %10u  now (%llu added, %llu gone; %llu processes exited)\n", "clients",
 		s->listeners, (unsigned long long)s->listeners_added,
 		(unsigned long long)s->listeners_gone, (unsigned long long)s->processes_exited);
 	used = 11;
@@ -255,6 +257,41 @@ static void render(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, 
 	}
 	free(cr);
 	fflush(f);
+}
+
+/*
+ * On a terminal, every line is cut at its width, as top(1) does: a wrapped line would push the
+ * screen down and scroll the header away. Elsewhere lines stay whole (a pipe has no width).
+ */
+static void render(FILE *out, const Semvisor__Stats *s, const Semvisor__Stats *p, bool tty,
+		   uint32_t interval_ms)
+{
+	struct winsize ws = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!tty || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col ||
+	    !(f = open_memstream(&text, &len))) {
+		render_screen(out, s, p, tty, interval_ms);
+		return;
+	}
+	render_screen(f, s, p, tty, interval_ms);
+	fclose(f);
+	for (char *l = text; l < text + len;) {
+		char *nl = memchr(l, '\n', (size_t)(text + len - l));
+		size_t n = nl ? (size_t)(nl - l) : (size_t)(text + len - l);
+		/* the clear at the top takes no columns */
+		size_t esc =
+		    strncmp(l, CLEAR_SCREEN, strlen(CLEAR_SCREEN)) ? 0 : strlen(CLEAR_SCREEN);
+
+		fwrite(l, 1, n - esc < ws.ws_col ? n : esc + ws.ws_col, out);
+		if (nl)
+			fputc('\n', out);
+		l += n + (nl ? 1 : 0);
+	}
+	fflush(out);
+	free(text);
 }
 
 int top_run(struct rpc *r, const struct top_opts *o)

@@ -1969,6 +1969,38 @@ Test(live, cli_text_output)
 	cr_expect_eq(C.status, 0, "%s", C.err);
 	cr_expect(strstr(C.out, "live-child") && !strchr(C.out, '\033'),
 		  "no escape sequences off a terminal: %s", C.out);
+	cr_expect(strstr(C.out, "service time") && strstr(C.out, "namespace changes") &&
+		      strstr(C.out, " added, "),
+		  "top does not use stats' words: %s", C.out);
+	/* On a terminal 40 columns wide (script(1) makes one), no line of top is wider. */
+	if (system("script --version >/dev/null 2>&1") == 0) {
+		char cmd[1024];
+		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		int lines = 0;
+
+		snprintf(cmd, sizeof(cmd),
+			 "script -qec 'stty cols 40 rows 60; %s/semvisorctl --socket %s top "
+			 "--count 1' /dev/null",
+			 bindir(), L.path);
+		run_prog(false, NULL, argv);
+		cr_expect_eq(C.status, 0, "%s%s", C.out, C.err);
+		for (char *l = C.out, *e; *l; l = e + (*e ? 1 : 0)) {
+			size_t n;
+
+			e = l + strcspn(l, "\n");
+			n = (size_t)(e - l);
+			if (n && l[n - 1] == '\r')
+				n--; /* the terminal's newline */
+			if (!strncmp(l, "\033[H\033[2J", 7)) {
+				l += 7;
+				n -= 7;
+			}
+			cr_expect_leq(n, 40, "a line of %zu columns on a 40-column terminal: %.*s",
+				      n, (int)n, l);
+			lines++;
+		}
+		cr_expect_geq(lines, 10, "top on a terminal printed:\n%s", C.out);
+	}
 	live_stop();
 }
 
