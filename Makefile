@@ -14,6 +14,8 @@
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 30)
 #   make bench        the benchmark suite (bench/results/latest.md)
 #   make deps         apt-get install the Debian packages the project needs
+#   make install      the programs, manual pages and systemd files (PREFIX, DESTDIR);
+#                     make uninstall takes them away again (not /etc/semvisor)
 #   make lint|format  clang-format check / rewrite
 #
 # Variables: SAN=asan|tsan (sanitizer build into build/asan or build/tsan),
@@ -121,7 +123,7 @@ ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
 .SECONDARY:
 
 .PHONY: all run demo test check layers test-asan test-tsan test-debug stress verify fuzz \
-        bench bench-quick deps install lint format clean tests benches
+        bench bench-quick deps install uninstall lint format clean tests benches
 
 all: $(BINS) tests benches $(DEMO_BIN)
 tests: $(TEST_BIN) $(TPROG_BIN)
@@ -215,6 +217,7 @@ run: deps
 test check: deps
 	$(MAKE) tests $(BINS)
 	O=$(O) ./tests/layers.sh >$(O)/layers.txt || { cat $(O)/layers.txt; exit 1; }
+	O=$(O) ./tests/install.sh
 	O=$(O) ./tests/run.sh $(TEST_BIN)
 
 # Which file of server/ calls which, and no circle inside a layered folder (tests/layers.sh).
@@ -269,7 +272,8 @@ bench-quick: all
 	./bench/run.sh $(O) quick
 
 # ---- install, lint -------------------------------------------------------------------------
-install: all
+# The three programs, their pages and the systemd files: tests and benchmarks are not built.
+install: $(BINS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
 	$(if $(BIN_RUN),install -m 0755 $(BIN_RUN) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_CTL),install -m 0755 $(BIN_CTL) $(DESTDIR)$(PREFIX)/bin/)
@@ -278,6 +282,14 @@ install: all
 	$(foreach m,$(wildcard interposer/*.1 client/*.1),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man1/;)
 	$(foreach m,$(wildcard server/daemon/*.8),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man8/;)
 	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh)
+
+# Everything install put there, but /etc/semvisor/semvisord.conf: the administrator's.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/semvisor-run $(DESTDIR)$(PREFIX)/bin/semvisorctl \
+	      $(DESTDIR)$(PREFIX)/sbin/semvisord
+	$(foreach m,$(wildcard interposer/*.1 client/*.1),rm -f $(DESTDIR)$(PREFIX)/share/man/man1/$(notdir $(m));)
+	$(foreach m,$(wildcard server/daemon/*.8),rm -f $(DESTDIR)$(PREFIX)/share/man/man8/$(notdir $(m));)
+	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh --uninstall)
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 lint:

@@ -1,10 +1,17 @@
 #!/bin/sh
-# Installs the systemd units, tmpfiles entry and example configuration (called by make install).
+# Installs the systemd units, tmpfiles entry and example configuration (called by make install);
+# with --uninstall removes them again (make uninstall), but never /etc/semvisor/semvisord.conf.
 set -eu
 PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 UNITDIR=${UNITDIR:-$PREFIX/lib/systemd/system}
 here=$(dirname "$0")
+
+if [ "${1:-}" = --uninstall ]; then
+	rm -f "$DESTDIR$UNITDIR/semvisord.service" "$DESTDIR$UNITDIR/semvisord.socket" \
+		"$DESTDIR$UNITDIR/semvisord-control.socket" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf"
+	exit 0
+fi
 
 install -d "$DESTDIR$UNITDIR" "$DESTDIR$PREFIX/lib/tmpfiles.d" "$DESTDIR/etc/semvisor"
 sed "s|@SBINDIR@|$PREFIX/sbin|g" "$here/semvisord.service" > "$DESTDIR$UNITDIR/semvisord.service"

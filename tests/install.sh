@@ -1,0 +1,39 @@
+#!/bin/sh
+# make install and make uninstall, into a scratch DESTDIR: install builds the three programs
+# only (no test, no benchmark), puts every file where the README says, and uninstall leaves
+# nothing behind but the administrator's configuration. Usage: O=build tests/install.sh
+set -eu
+O=${O:-build}
+dest=$(mktemp -d /tmp/semvisor-install.XXXXXX)
+trap 'rm -rf "$dest"' EXIT INT TERM
+fail() { echo "install: $*" >&2; exit 1; }
+
+# What install would build, from nothing: the programs, not the tests or benchmarks.
+plan=$(make -n install O="$dest/fresh" DESTDIR="$dest/root" 2>&1)
+echo "$plan" | grep -q 'semvisord' || fail "make -n install does not build semvisord"
+if echo "$plan" | grep -E -q ' -o [^ ]*/(tests|bench)/'; then
+	fail "make install would build tests or benchmarks:
+$(echo "$plan" | grep -E ' -o [^ ]*/(tests|bench)/' | head -5)"
+fi
+
+make -s install O="$O" DESTDIR="$dest/root" PREFIX=/usr >/dev/null
+for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord \
+	usr/share/man/man1/semvisor-run.1 usr/share/man/man1/semvisorctl.1 \
+	usr/share/man/man8/semvisord.8 usr/lib/systemd/system/semvisord.service \
+	usr/lib/systemd/system/semvisord.socket usr/lib/systemd/system/semvisord-control.socket \
+	usr/lib/tmpfiles.d/semvisor.conf etc/semvisor/semvisord.conf; do
+	[ -f "$dest/root/$f" ] || fail "make install did not put $f"
+done
+grep -q 'ExecStart=/usr/sbin/semvisord' "$dest/root/usr/lib/systemd/system/semvisord.service" ||
+	fail "semvisord.service does not run /usr/sbin/semvisord"
+"$dest/root/usr/bin/semvisor-run" --version >/dev/null || fail "the installed semvisor-run does not run"
+
+echo "# the administrator's" >>"$dest/root/etc/semvisor/semvisord.conf"
+make -s install O="$O" DESTDIR="$dest/root" PREFIX=/usr >/dev/null
+grep -q "the administrator's" "$dest/root/etc/semvisor/semvisord.conf" ||
+	fail "a second make install overwrote the configuration"
+
+make -s uninstall O="$O" DESTDIR="$dest/root" PREFIX=/usr >/dev/null
+left=$(cd "$dest/root" && find . -type f | sort)
+[ "$left" = "./etc/semvisor/semvisord.conf" ] || fail "make uninstall left: $left"
+echo "install: ok (install builds the programs only; uninstall keeps only the configuration)"
