@@ -278,8 +278,10 @@ install: $(BINS)
 	$(if $(BIN_RUN),install -m 0755 $(BIN_RUN) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_CTL),install -m 0755 $(BIN_CTL) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_DAEMON),install -m 0755 $(BIN_DAEMON) $(DESTDIR)$(PREFIX)/sbin/)
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	           $(DESTDIR)$(PREFIX)/share/man/man8
 	$(foreach m,$(wildcard interposer/*.1 client/*.1),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man1/;)
+	$(foreach m,$(wildcard server/daemon/*.5),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man5/;)
 	$(foreach m,$(wildcard server/daemon/*.8),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man8/;)
 	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh)
 
@@ -288,6 +290,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/semvisor-run $(DESTDIR)$(PREFIX)/bin/semvisorctl \
 	      $(DESTDIR)$(PREFIX)/sbin/semvisord
 	$(foreach m,$(wildcard interposer/*.1 client/*.1),rm -f $(DESTDIR)$(PREFIX)/share/man/man1/$(notdir $(m));)
+	$(foreach m,$(wildcard server/daemon/*.5),rm -f $(DESTDIR)$(PREFIX)/share/man/man5/$(notdir $(m));)
 	$(foreach m,$(wildcard server/daemon/*.8),rm -f $(DESTDIR)$(PREFIX)/share/man/man8/$(notdir $(m));)
 	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh --uninstall)
 

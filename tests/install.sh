@@ -1,7 +1,8 @@
 #!/bin/sh
 # make install and make uninstall, into a scratch DESTDIR: install builds the three programs
 # only (no test, no benchmark), puts every file where the README says, and uninstall leaves
-# nothing behind but the administrator's configuration. Usage: O=build tests/install.sh
+# nothing behind but the administrator's configuration; and every configuration key is in
+# semvisord.conf(5) and the example file. Usage: O=build tests/install.sh
 set -eu
 O=${O:-build}
 dest=$(mktemp -d /tmp/semvisor-install.XXXXXX)
@@ -16,10 +17,19 @@ if echo "$plan" | grep -E -q ' -o [^ ]*/(tests|bench)/'; then
 $(echo "$plan" | grep -E ' -o [^ ]*/(tests|bench)/' | head -5)"
 fi
 
+# Every key the parser knows is described in semvisord.conf(5) and listed in the example.
+keys=$(grep -oE '(strcmp\(key, |\{ )"[a-z_]+"' server/daemon/config.c | grep -oE '"[a-z_]+"' | tr -d '"')
+[ "$(echo "$keys" | wc -l)" -ge 20 ] || fail "found only these keys in config.c: $keys"
+for k in $keys; do
+	grep -qE "^\.BR (.* )?$k( |$)" server/daemon/semvisord.conf.5 ||
+		fail "semvisord.conf(5) does not describe $k"
+	grep -qE "^#$k =( |$)" systemd/semvisord.conf.example || fail "the example configuration lacks $k"
+done
+
 make -s install O="$O" DESTDIR="$dest/root" PREFIX=/usr >/dev/null
 for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord \
 	usr/share/man/man1/semvisor-run.1 usr/share/man/man1/semvisorctl.1 \
-	usr/share/man/man8/semvisord.8 usr/lib/systemd/system/semvisord.service \
+	usr/share/man/man5/semvisord.conf.5 usr/share/man/man8/semvisord.8 usr/lib/systemd/system/semvisord.service \
 	usr/lib/systemd/system/semvisord.socket usr/lib/systemd/system/semvisord-control.socket \
 	usr/lib/tmpfiles.d/semvisor.conf etc/semvisor/semvisord.conf; do
 	[ -f "$dest/root/$f" ] || fail "make install did not put $f"
