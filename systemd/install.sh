@@ -9,7 +9,8 @@ here=$(dirname "$0")
 
 if [ "${1:-}" = --uninstall ]; then
 	rm -f "$DESTDIR$UNITDIR/semvisord.service" "$DESTDIR$UNITDIR/semvisord.socket" \
-		"$DESTDIR$UNITDIR/semvisord-control.socket" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf"
+		"$DESTDIR$UNITDIR/semvisord-control.socket" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf" \
+		"$DESTDIR$PREFIX/lib/sysusers.d/semvisor.conf"
 	exit 0
 fi
 
@@ -18,6 +19,12 @@ sed "s|@SBINDIR@|$PREFIX/sbin|g" "$here/semvisord.service" > "$DESTDIR$UNITDIR/s
 chmod 0644 "$DESTDIR$UNITDIR/semvisord.service"
 install -m 0644 "$here/semvisord.socket" "$here/semvisord-control.socket" "$DESTDIR$UNITDIR/"
 install -m 0644 "$here/semvisor.conf" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf"
+install -d "$DESTDIR$PREFIX/lib/sysusers.d"
+install -m 0644 "$here/semvisor.sysusers" "$DESTDIR$PREFIX/lib/sysusers.d/semvisor.conf"
+# On the machine itself (no DESTDIR), make the group now rather than at the next boot.
+if [ -z "$DESTDIR" ] && command -v systemd-sysusers >/dev/null 2>&1; then
+	systemd-sysusers "$PREFIX/lib/sysusers.d/semvisor.conf" || true
+fi
 # An existing configuration is the administrator's: never overwrite it.
 if [ ! -e "$DESTDIR/etc/semvisor/semvisord.conf" ]; then
 	install -m 0644 "$here/semvisord.conf.example" "$DESTDIR/etc/semvisor/semvisord.conf"

@@ -31,12 +31,23 @@ for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord \
 	usr/share/man/man1/semvisor-run.1 usr/share/man/man1/semvisorctl.1 \
 	usr/share/man/man5/semvisord.conf.5 usr/share/man/man8/semvisord.8 usr/lib/systemd/system/semvisord.service \
 	usr/lib/systemd/system/semvisord.socket usr/lib/systemd/system/semvisord-control.socket \
-	usr/lib/tmpfiles.d/semvisor.conf etc/semvisor/semvisord.conf; do
+	usr/lib/tmpfiles.d/semvisor.conf usr/lib/sysusers.d/semvisor.conf \
+	etc/semvisor/semvisord.conf; do
 	[ -f "$dest/root/$f" ] || fail "make install did not put $f"
 done
 grep -q 'ExecStart=/usr/sbin/semvisord' "$dest/root/usr/lib/systemd/system/semvisord.service" ||
 	fail "semvisord.service does not run /usr/sbin/semvisord"
 "$dest/root/usr/bin/semvisor-run" --version >/dev/null || fail "the installed semvisor-run does not run"
+
+# The sockets' group, as systemd-sysusers makes it at boot from the installed file.
+if command -v systemd-sysusers >/dev/null 2>&1; then
+	mkdir -p "$dest/sysroot/etc"
+	systemd-sysusers --root="$dest/sysroot" "$dest/root/usr/lib/sysusers.d/semvisor.conf" \
+		>/dev/null 2>&1 || fail "systemd-sysusers refused the installed sysusers.d file"
+	grep -q '^semvisor:' "$dest/sysroot/etc/group" || fail "no semvisor group from sysusers.d"
+	grep -q '^SocketGroup=semvisor$' "$dest/root/usr/lib/systemd/system/semvisord.socket" ||
+		fail "the agent socket is not the semvisor group's"
+fi
 
 echo "# the administrator's" >>"$dest/root/etc/semvisor/semvisord.conf"
 make -s install O="$O" DESTDIR="$dest/root" PREFIX=/usr >/dev/null
