@@ -88,6 +88,9 @@ static void histogram(FILE *f, const char *name, const char *help, const Semviso
 			(unsigned long long)acc);
 	}
 	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)acc);
+	/* exact from servers that add durations up; else estimated from the buckets' middles */
+	if (h && h->sum_ns)
+		sum = (double)h->sum_ns;
 	fprintf(f, "%s_sum %.9g\n", name, sum / 1e9);
 	fprintf(f, "%s_count %llu\n", name, (unsigned long long)acc);
 }
@@ -190,8 +193,15 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 	fputs("semvisor_info{lock=", f);
 	label_value(f, l ? l->kind : "");
 	fprintf(f, ",protocol=\"%d\"} 1\n", CTL_PROTO_VERSION);
-	family(f, "semvisor_uptime_seconds", "gauge", "Seconds since the control server started.");
-	fprintf(f, "semvisor_uptime_seconds %.3f\n", (double)s->uptime_ms / 1e3);
+	family(f, "semvisor_build_info", "gauge", "Always 1; the label is the server's release.");
+	fputs("semvisor_build_info{version=", f);
+	label_value(f, s->server_version && *s->server_version ? s->server_version : "unknown");
+	fputs("} 1\n", f);
+	/* a start time, not an uptime: it changes only at a restart, as Prometheus expects */
+	family(f, "semvisor_start_time_seconds", "gauge",
+	       "When the server started, in seconds since the epoch.");
+	fprintf(f, "semvisor_start_time_seconds %.3f\n",
+		(double)(s->unix_ms - (int64_t)s->uptime_ms) / 1e3);
 
 	family(f, "semvisor_calls_total", "counter", "System calls served, by system call.");
 	sample1(f, "semvisor_calls_total", "syscall", "semget", c->semget);

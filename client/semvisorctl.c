@@ -16,10 +16,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
-
-#ifndef SEMVISOR_VERSION
-#define SEMVISOR_VERSION "0.1"
-#endif
+#include "util/version.h"
 
 enum {
 	O_JSON = 1 << 0,

@@ -38,16 +38,13 @@
 #include "notify/filter.h"
 #include "handoff/xfer.h"
 #include "notify/notify.h"
+#include "util/version.h"
 
 #define EXIT_SELF     125 /* semvisor-run itself failed, as env(1) and timeout(1) */
 #define EXIT_CANNOT   126 /* the program was found but could not be run */
 #define EXIT_NOTFOUND 127
 #define DEFAULT_AGENT "/run/semvisor/agent.sock"
 #define HANDOFF_MS    10000
-
-#ifndef SEMVISOR_VERSION
-#define SEMVISOR_VERSION "0.1"
-#endif
 
 struct options {
 	bool verbose;

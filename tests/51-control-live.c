@@ -2308,6 +2308,50 @@ Test(live, cli_metrics_pass_the_prometheus_format_check)
 	cr_expect(strstr(C.out, "semvisor_service_seconds_count 9\n"), "%s", C.out);
 	cr_expect(strstr(C.out, "semvisor_service_seconds_bucket{le=\"+Inf\"} 9\n"), "%s", C.out);
 	cr_expect(strstr(C.out, "semvisor_client_calls_total{client=\"live-child\""), "%s", C.out);
+	cr_expect(strstr(C.out, "\nsemvisor_build_info{version=\"") &&
+		      strstr(C.out, "\nsemvisor_start_time_seconds ") && !strstr(C.out, "uptime"),
+		  "%s", C.out);
+	{
+		const char *at = strstr(C.out, "\nsemvisor_start_time_seconds ");
+		double started =
+		    at ? strtod(at + strlen("\nsemvisor_start_time_seconds "), NULL) : 0;
+		double now = (double)time(NULL);
+
+		cr_expect(started > now - 120 && started <= now + 1, "start time %.3f, now %.0f",
+			  started, now);
+	}
+
+	/*
+	 * A wait of 2.3 s: counted in a finite bucket (the histogram reaches 2^39 ns; it ended
+	 * at 2^32 ns, 4.3 s, whose bucket was +Inf), and _sum is its length, not a bucket's middle.
+	 */
+	child_do(L.cmd, 'B', &(char){ 0 }, 1);
+	for (int i = 0; i < 200; i++) { /* until the grandchild is parked */
+		ctl(false, "stats", "--json", NULL);
+		if (strstr(C.out, "\"parked\":1"))
+			break;
+		usleep(10000);
+	}
+	usleep(2300000);
+	{
+		int gst = -1;
+		const char *at;
+		double sum;
+
+		child_do(L.cmd, 'C', &gst, sizeof(gst));
+		cr_assert_eq(gst, 0, "the waiter did not complete");
+		ctl(false, "metrics", NULL);
+		cr_assert_eq(C.status, 0, "%s", C.err);
+		cr_expect_eq(check_prometheus(C.out), 0, "%s", C.out);
+		cr_expect(
+		    strstr(C.out, "semvisor_wait_seconds_count 1\n") &&
+			strstr(C.out, "semvisor_wait_seconds_bucket{le=\"4.294967295\"} 1\n") &&
+			strstr(C.out, "semvisor_wait_seconds_bucket{le=\"2.147483647\"} 0\n"),
+		    "the 2.3 s wait is not in the 2.1-4.3 s bucket:\n%s", C.out);
+		at = strstr(C.out, "\nsemvisor_wait_seconds_sum ");
+		sum = at ? strtod(at + strlen("\nsemvisor_wait_seconds_sum "), NULL) : 0;
+		cr_expect(sum >= 2.3 && sum < 3.3, "wait _sum %.6f for a wait of 2.3 s", sum);
+	}
 	live_stop();
 }
 

@@ -26,6 +26,7 @@
 
 #include "control/ctl_int.h"
 #include "lock/lock.h"
+#include "util/version.h"
 
 /* ---- memory ---- */
 
@@ -300,7 +301,8 @@ static const char *const semctl_names[NT_NCMDS] = {
  * The supervisor's log2 buckets (serve.c): bucket 0 holds durations of at most 1 ns, bucket
  * b > 0 those of 2^b .. 2^(b+1)-1 ns, the last one everything longer.
  */
-static Semvisor__Histogram *histogram_msg(struct ctl_arena *a, const uint64_t *bucket)
+static Semvisor__Histogram *histogram_msg(struct ctl_arena *a, const uint64_t *bucket,
+					  uint64_t sum_ns)
 {
 	Semvisor__Histogram *h = ctl_xalloc(a, sizeof(*h));
 
@@ -318,6 +320,7 @@ static Semvisor__Histogram *histogram_msg(struct ctl_arena *a, const uint64_t *b
 		else
 			h->bound_ns[b] = (UINT64_C(1) << (b + 1)) - 1;
 	}
+	h->sum_ns = sum_ns;
 	return h;
 }
 
@@ -484,8 +487,8 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->rolled_back = st.rolled_back;
 	s->kept = st.kept;
 	s->stale = st.stale;
-	s->service = histogram_msg(a, st.service_ns);
-	s->wait = histogram_msg(a, st.wait_ns);
+	s->service = histogram_msg(a, st.service_ns, st.service_ns_sum);
+	s->wait = histogram_msg(a, st.wait_ns, st.wait_ns_sum);
 	s->listeners = (uint32_t)nt_super_nlisteners(cx->super);
 	s->listeners_added = st.listeners_added;
 	s->listeners_gone = st.listeners_gone;
@@ -498,6 +501,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->budget_refused_waiters = st.budget_refused_kind[SV_BUDGET_WAITERS];
 	s->budget_refused_namespaces = st.budget_refused_kind[SV_BUDGET_NAMESPACES];
 	s->bulk_calls = st.bulk_calls;
+	s->server_version = (char *)SEMVISOR_VERSION;
 	s->lock = lock_msg(cx, a);
 	namespaces_into(cx, a, s);
 	if (with_clients)

@@ -43,10 +43,7 @@
 #include "daemon/daemon.h"
 #include "lock/xpthread.h"
 #include "util/usock.h"
-
-#ifndef SEMVISOR_VERSION
-#define SEMVISOR_VERSION "0.1"
-#endif
+#include "util/version.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 

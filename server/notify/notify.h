@@ -54,9 +54,10 @@ enum nt_call {
 	NT_NCALLS
 };
 
-#define NT_NCMDS   21 /* semctl commands 0..20 */
-#define NT_NERRNO  134
-#define NT_NBUCKET 32 /* log2 histogram buckets of nanoseconds */
+#define NT_NCMDS  21 /* semctl commands 0..20 */
+#define NT_NERRNO 134
+#define NT_NBUCKET                                                                                 \
+	40 /* log2 histogram buckets of nanoseconds: the last finite one ends at 2^39 ns, 9 minutes */
 
 struct nt_stats {
 	uint64_t calls[NT_NCALLS];
@@ -69,8 +70,9 @@ struct nt_stats {
 	uint64_t rolled_back; /* completions undone because the answer could not be delivered */
 	uint64_t kept;	      /* completions that could not be undone and were kept */
 	uint64_t stale;	      /* notifications whose caller was gone before we answered */
-	uint64_t service_ns[NT_NBUCKET]; /* notification received -> answered, non-waiting */
-	uint64_t wait_ns[NT_NBUCKET];	 /* parked -> answered */
+	uint64_t service_ns[NT_NBUCKET];      /* notification received -> answered, non-waiting */
+	uint64_t wait_ns[NT_NBUCKET];	      /* parked -> answered */
+	uint64_t service_ns_sum, wait_ns_sum; /* the same durations added up, exactly */
 	uint64_t listeners_added, listeners_gone;
 	uint64_t processes_exited;
 	uint64_t namespaces_ended; /* IPC namespaces found gone, and their sets with them */

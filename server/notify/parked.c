@@ -277,7 +277,10 @@ unsigned int nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 			/* the caller's restart took this result (serve.c) */
 		} else if (nt_answer(r->l, r->id, status, 0) == 0) {
 			NT_ADD(st, woken, 1);
-			NT_ADD(st, wait_ns[nt_hist_bucket(nt_now_ns() - r->parked_ns)], 1);
+			int64_t waited = nt_now_ns() - r->parked_ns;
+
+			NT_ADD(st, wait_ns[nt_hist_bucket(waited)], 1);
+			NT_ADD(st, wait_ns_sum, waited);
 			nt_count_answer(st, status);
 			nt_trace(s, thr->tid, r->nr, r->args, status, " (after waiting)");
 		} else {

@@ -553,7 +553,10 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 	rc = nt_answer(cx->l, n->id, val, 0);
 	if (rc == 0) {
 		nt_count_answer(&wk->stats, val);
-		NT_ADD(&wk->stats, service_ns[nt_hist_bucket(nt_now_ns() - t0)], 1);
+		int64_t took = nt_now_ns() - t0;
+
+		NT_ADD(&wk->stats, service_ns[nt_hist_bucket(took)], 1);
+		NT_ADD(&wk->stats, service_ns_sum, took);
 	} else {
 		NT_ADD(&wk->stats, stale, 1);
 		if (rc == -ENOENT)
