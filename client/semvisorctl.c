@@ -352,12 +352,13 @@ static const struct cmd cmds[] = {
 	  "Print every counter in the Prometheus text exposition format (version 0.0.4),\n"
 	  "for node_exporter's textfile collector or any scraper: # HELP and # TYPE for\n"
 	  "each family, counters ending in _total, durations in seconds, and the service\n"
-	  "and wait time histograms as _bucket{le}, _sum and _count. The supervisor keeps\n"
-	  "no exact sum of durations, so _sum is estimated from the buckets.\n"
+	  "and wait time histograms as _bucket{le}, _sum (exact) and _count.\n"
 	  "\n"
-	  "Example: semvisorctl metrics > /var/lib/node_exporter/semvisor.prom.$$ &&\n"
-	  "         mv /var/lib/node_exporter/semvisor.prom.$$ \\\n"
-	  "            /var/lib/node_exporter/semvisor.prom\n" },
+	  "For node_exporter's textfile collector, write a temporary file and rename it,\n"
+	  "so that a scrape never reads half a file (semvisor-metrics.timer does this\n"
+	  "every 15 s):\n"
+	  "  semvisorctl metrics > /var/lib/node_exporter/semvisor.prom.$$ &&\n"
+	  "  mv /var/lib/node_exporter/semvisor.prom.$$ /var/lib/node_exporter/semvisor.prom\n" },
 	{ "rm", cmd_rm, 1, O_JSON | O_NS, "rm ID [--ns NAME] [--json]",
 	  "Remove set ID as ipcrm -s ID (semctl IPC_RMID) would, whoever owns it: every\n"
 	  "operation waiting on it fails with EIDRM. When several namespaces have a set\n"

@@ -9,7 +9,8 @@ here=$(dirname "$0")
 
 if [ "${1:-}" = --uninstall ]; then
 	rm -f "$DESTDIR$UNITDIR/semvisord.service" "$DESTDIR$UNITDIR/semvisord.socket" \
-		"$DESTDIR$UNITDIR/semvisord-control.socket" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf" \
+		"$DESTDIR$UNITDIR/semvisord-control.socket" "$DESTDIR$UNITDIR/semvisor-metrics.service" \
+		"$DESTDIR$UNITDIR/semvisor-metrics.timer" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf" \
 		"$DESTDIR$PREFIX/lib/sysusers.d/semvisor.conf"
 	exit 0
 fi
@@ -17,6 +18,10 @@ fi
 install -d "$DESTDIR$UNITDIR" "$DESTDIR$PREFIX/lib/tmpfiles.d" "$DESTDIR/etc/semvisor"
 sed "s|@SBINDIR@|$PREFIX/sbin|g" "$here/semvisord.service" > "$DESTDIR$UNITDIR/semvisord.service"
 chmod 0644 "$DESTDIR$UNITDIR/semvisord.service"
+# The metrics timer is installed, not enabled: systemctl enable --now semvisor-metrics.timer
+sed "s|@BINDIR@|$PREFIX/bin|g" "$here/semvisor-metrics.service" >"$DESTDIR$UNITDIR/semvisor-metrics.service"
+chmod 0644 "$DESTDIR$UNITDIR/semvisor-metrics.service"
+install -m 0644 "$here/semvisor-metrics.timer" "$DESTDIR$UNITDIR/"
 install -m 0644 "$here/semvisord.socket" "$here/semvisord-control.socket" "$DESTDIR$UNITDIR/"
 install -m 0644 "$here/semvisor.conf" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf"
 install -d "$DESTDIR$PREFIX/lib/sysusers.d"

@@ -16,6 +16,7 @@
  * bounding set still lets the daemon serve another user's program.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -45,8 +46,8 @@ Test(daemon_systemd, units_verify)
 	char prefix[256], dest[256], unitdir[600], sbin[300], cmd[2 * PATH_MAX], path[700], *out,
 	    *text;
 	const char *install = dh_src("systemd/install.sh");
-	const char *units[] = { "semvisord.service", "semvisord.socket",
-				"semvisord-control.socket" };
+	const char *units[] = { "semvisord.service", "semvisord.socket", "semvisord-control.socket",
+				"semvisor-metrics.service", "semvisor-metrics.timer" };
 	int rc;
 
 	dh_setup_ns(false);
@@ -68,6 +69,9 @@ Test(daemon_systemd, units_verify)
 	cr_assert(mkdir(prefix, 0755) == 0 && mkdir(sbin, 0755) == 0);
 	snprintf(cmd, sizeof(cmd), "install -m 0755 %s %s/semvisord", dh_daemon_bin(), sbin);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/bin && install -m 0755 %s %s/bin/semvisorctl",
+		 prefix, dh_bin("semvisorctl"), prefix);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
 
 	snprintf(unitdir, sizeof(unitdir), "%s%s/lib/systemd/system", dest, prefix);
 	snprintf(path, sizeof(path), "%s/semvisord.service", unitdir);
@@ -88,8 +92,8 @@ Test(daemon_systemd, units_verify)
 	free(text);
 
 	/* verify: exit 0 and not a word about our units */
-	snprintf(cmd, sizeof(cmd), "cd %s && systemd-analyze verify %s %s %s >%s 2>&1", unitdir,
-		 units[0], units[1], units[2], dh_path("verify.log"));
+	snprintf(cmd, sizeof(cmd), "cd %s && systemd-analyze verify %s %s %s %s %s >%s 2>&1",
+		 unitdir, units[0], units[1], units[2], units[3], units[4], dh_path("verify.log"));
 	rc = system(cmd);
 	out = dh_slurp(dh_path("verify.log"));
 	cr_assert(rc == 0 && !strstr(out, "semvisor"), "systemd-analyze verify (exit %d):\n%s",
@@ -266,6 +270,81 @@ static bool notify_until(int fd, pid_t main_pid, const char *want, char *seen, s
 			return true;
 	}
 	return false;
+}
+
+/*
+ * semvisor-metrics.service's command, as systemd would run it (its ExecStart= line, with
+ * TEXTFILE_DIR and the control socket of a daemon of the test's): it writes the metrics file
+ * whole, by a rename, and leaves no temporary file; against a daemon that is not there it
+ * fails and leaves the last good file alone.
+ */
+Test(daemon_systemd, metrics_textfile)
+{
+	char *unit = dh_slurp(dh_src("systemd/semvisor-metrics.service")), *exec, *out;
+	char dir[300], ctl[PATH_MAX + 32], ctlpath[PATH_MAX], script[PATH_MAX], cmd[4 * PATH_MAX];
+	const char *argv[] = { "/bin/sh", script, NULL };
+	struct dh_daemon d;
+	DIR *dp;
+	struct dirent *e;
+	int files = 0;
+
+	dh_setup();
+	cr_assert(unit && (exec = strstr(unit, "\nExecStart=/bin/sh -c '")),
+		  "no ExecStart=/bin/sh -c '...' in semvisor-metrics.service:\n%s", unit);
+	exec += strlen("\nExecStart=/bin/sh -c '");
+	exec[strcspn(exec, "\n")] = '\0';
+	cr_assert(exec[0] && exec[strlen(exec) - 1] == '\'');
+	exec[strlen(exec) - 1] = '\0';
+	snprintf(dir, sizeof(dir), "%s", dh_path("textfile"));
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(ctlpath, sizeof(ctlpath), "%s", dh_path("ctl.sock"));
+	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
+	dh_daemon_start(&d, "d", (const char *const[]){ ctl, NULL });
+	/* @BINDIR@ is where make install puts semvisorctl; here, the build's */
+	snprintf(script, sizeof(script), "%s", dh_path("metrics.sh"));
+	{
+		char bindir[PATH_MAX], *at;
+
+		snprintf(bindir, sizeof(bindir), "%s", dh_bin("semvisorctl"));
+		*strrchr(bindir, '/') = '\0';
+		at = strstr(exec, "@BINDIR@");
+		cr_assert(at, "the command does not run @BINDIR@/semvisorctl: %s", exec);
+		*at = '\0';
+		snprintf(cmd, sizeof(cmd), "export TEXTFILE_DIR=%s SEMVISOR_CONTROL=%s\n%s%s%s\n",
+			 dir, ctlpath, exec, bindir, at + strlen("@BINDIR@"));
+	}
+	dh_write_file(script, "%s", cmd);
+	cr_assert_eq(dh_run(argv, 20000, &out), 0, "%s\n%s", cmd, out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s/semvisor.prom", dir);
+	out = dh_slurp(cmd);
+	cr_assert(out && strstr(out, "# TYPE semvisor_calls_total counter\n") &&
+		      strstr(out, "\nsemvisor_budget_refused_total "),
+		  "the metrics file is not whole:\n%s", out);
+	free(out);
+	dp = opendir(dir);
+	cr_assert(dp);
+	while ((e = readdir(dp)))
+		if (e->d_name[0] != '.')
+			files++;
+	closedir(dp);
+	cr_assert_eq(files, 1, "temporary files left in %s", dir);
+
+	/* no daemon: the command fails, and the last good file stays */
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+	cr_assert_neq(dh_run(argv, 20000, &out), 0, "it succeeded without a daemon: %s", out);
+	free(out);
+	out = dh_slurp(cmd);
+	cr_assert(out && strstr(out, "semvisor_calls_total"), "the last good file went");
+	free(out);
+	dp = opendir(dir);
+	files = 0;
+	while ((e = readdir(dp)))
+		if (e->d_name[0] != '.')
+			files++;
+	closedir(dp);
+	cr_assert_eq(files, 1, "a failed run left a temporary file in %s", dir);
+	free(unit);
 }
 
 Test(daemon_systemd, sd_notify)

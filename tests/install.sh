@@ -31,6 +31,7 @@ for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord \
 	usr/share/man/man1/semvisor-run.1 usr/share/man/man1/semvisorctl.1 \
 	usr/share/man/man5/semvisord.conf.5 usr/share/man/man8/semvisord.8 usr/lib/systemd/system/semvisord.service \
 	usr/lib/systemd/system/semvisord.socket usr/lib/systemd/system/semvisord-control.socket \
+	usr/lib/systemd/system/semvisor-metrics.service usr/lib/systemd/system/semvisor-metrics.timer \
 	usr/lib/tmpfiles.d/semvisor.conf usr/lib/sysusers.d/semvisor.conf \
 	etc/semvisor/semvisord.conf; do
 	[ -f "$dest/root/$f" ] || fail "make install did not put $f"
