@@ -5,10 +5,10 @@
  * # TYPE; counters end in _total; durations are in seconds; the supervisor's log2 histograms
  * become cumulative _bucket{le} series with _sum and _count.
  *
- * The supervisor keeps bucket counts but no sum of durations, so _sum is estimated from the
- * buckets (each value taken at its bucket's middle, the open-ended last bucket at its lower
- * bound) and says so in its HELP. Averages from it are within a factor of 1.5; quantiles from
- * the buckets are as good as the buckets.
+ * The supervisor adds the durations up, so _sum is exact; from a server that does not
+ * (Histogram.sum_ns 0) it is estimated from the buckets, each value taken at its bucket's
+ * middle and the open-ended last one at its lower bound. Quantiles from the buckets are as
+ * good as the buckets: log2, from 1 ns to 2^39 ns (9 minutes).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -235,11 +235,8 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 		s->stale);
 
 	histogram(f, "semvisor_service_seconds",
-		  "Notification received to answered, for calls that did not wait "
-		  "(_sum estimated from the buckets).",
-		  s->service);
-	histogram(f, "semvisor_wait_seconds",
-		  "Parked to answered, for calls that waited (_sum estimated from the buckets).",
+		  "Notification received to answered, for calls that did not wait.", s->service);
+	histogram(f, "semvisor_wait_seconds", "Parked to answered, for calls that waited.",
 		  s->wait);
 
 	family(f, "semvisor_clients", "gauge", "Clients (listeners) served now.");
