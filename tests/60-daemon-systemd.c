@@ -669,21 +669,23 @@ Test(daemon_systemd, sigterm)
 
 /*
  * The service's hardening still lets the daemon do its job: under the unit's
- * CapabilityBoundingSet= (read from systemd/semvisord.service, so the test follows the unit) and
- * NoNewPrivileges=, applied here with setpriv(1) as systemd would apply them to a root service,
+ * CapabilityBoundingSet= (read from systemd/semvisord.service, so the test follows the unit),
+ * NoNewPrivileges=, PrivateDevices=, PrivateMounts= and UMask=, applied here with setpriv(1),
+ * unshare(1) and a /dev of the pseudo-devices only, as systemd would apply them to a root service,
  * the daemon serves a program of another user: it reads that program's memory and /proc entries
  * (which needs CAP_SYS_PTRACE) and credentials (the set it creates is owned by that user).
  */
 Test(daemon_systemd, hardened_capabilities)
 {
 	const char *unit = dh_src("systemd/semvisord.service");
-	char *text, *line, bounding[256] = "--bounding-set=-all", want_caps[32], *out;
-	const char *wrap[8],
+	char *text, *line, bounding[256] = "--bounding-set=-all", want_caps[32], *out, caps[256];
+	const char *wrap[24],
 	    *nobody[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", NULL };
 	const char *argv[24];
 	struct dh_daemon d;
 	struct dh_cmd c;
 	unsigned long long capeff = 0, want = 0;
+	bool nnp;
 	int n = 0, rc;
 
 	dh_setup();
@@ -694,9 +696,10 @@ Test(daemon_systemd, hardened_capabilities)
 	line = strstr(text, "\nCapabilityBoundingSet=");
 	cr_assert(line, "the unit sets no CapabilityBoundingSet=:\n%s", text);
 	line += strlen("\nCapabilityBoundingSet=");
-	line[strcspn(line, "\n")] = '\0';
+	/* a copy of the line: the unit's later settings are read from text below */
+	snprintf(caps, sizeof(caps), "%.*s", (int)strcspn(line, "\n"), line);
 	/* "CAP_SYS_PTRACE CAP_CHOWN" -> "-all,+sys_ptrace,+chown" and the CapEff mask */
-	for (char *cap = strtok(line, " \t"); cap; cap = strtok(NULL, " \t")) {
+	for (char *cap = strtok(caps, " \t"); cap; cap = strtok(NULL, " \t")) {
 		static const struct {
 			const char *name;
 			int bit;
@@ -717,10 +720,33 @@ Test(daemon_systemd, hardened_capabilities)
 			q[1] = '\0';
 		}
 	}
+	/*
+	 * PrivateDevices= (a /dev of the pseudo-devices only), PrivateMounts= (a mount namespace
+	 * of its own) and UMask=0077, as systemd would set them up, when the unit asks.
+	 */
+	if (strstr(text, "\nPrivateDevices=yes") || strstr(text, "\nPrivateMounts=yes") ||
+	    strstr(text, "\nUMask=0077")) {
+		wrap[n++] = "unshare";
+		wrap[n++] = "--mount";
+		wrap[n++] = "--propagation";
+		wrap[n++] = "private";
+		wrap[n++] = "--";
+		wrap[n++] = "/bin/sh";
+		wrap[n++] = "-c";
+		wrap[n++] =
+		    strstr(text, "\nPrivateDevices=yes")
+			? "mount -t tmpfs -o mode=755 tmpfs /dev && "
+			  "mknod -m 666 /dev/null c 1 3 && mknod -m 666 /dev/zero c 1 5 && "
+			  "mknod -m 666 /dev/full c 1 7 && mknod -m 666 /dev/random c 1 8 && "
+			  "mknod -m 666 /dev/urandom c 1 9 && umask 077 && exec \"$@\""
+			: "umask 077 && exec \"$@\"";
+		wrap[n++] = "sh";
+	}
 	wrap[n++] = "setpriv";
 	wrap[n++] = bounding;
 	wrap[n++] = "--inh-caps=-all";
-	if (strstr(text, "\nNoNewPrivileges=yes"))
+	nnp = strstr(text, "\nNoNewPrivileges=yes") != NULL;
+	if (nnp)
 		wrap[n++] = "--no-new-privs";
 	wrap[n++] = "--";
 	wrap[n] = NULL;
@@ -746,7 +772,27 @@ Test(daemon_systemd, hardened_capabilities)
 	cr_assert(line && sscanf(line, "\nCapEff: %llx", &capeff) == 1);
 	cr_assert_eq(capeff, want, "the daemon runs with CapEff %llx, the unit allows %llx", capeff,
 		     want);
+	/* and the confinement the wrapper set up is the one it runs in */
+	cr_assert(!nnp || strstr(text, "\nNoNewPrivs:\t1\n"), "the daemon can gain privileges");
+	line = strstr(text, "\nUmask:");
+	cr_assert(line && !strncmp(line, "\nUmask:\t0077", 12), "the daemon's umask: %.16s", line);
 	free(text);
+	{
+		char devdir[64];
+		DIR *dp;
+		struct dirent *e;
+		int devs = 0;
+
+		snprintf(devdir, sizeof(devdir), "/proc/%d/root/dev", (int)d.pid);
+		dp = opendir(devdir);
+		cr_assert(dp, "%s: %s", devdir, strerror(errno));
+		while ((e = readdir(dp)))
+			if (e->d_name[0] != '.')
+				devs++;
+		closedir(dp);
+		cr_assert_eq(devs, 5, "the daemon's /dev is not the private one (%d entries)",
+			     devs);
+	}
 
 	for (int round = 0; round < 2; round++) {
 		n = 0;
