@@ -292,7 +292,7 @@ void text_set(FILE *f, const Semvisor__SetDetail *d)
 
 void text_clients(FILE *f, Semvisor__Client *const *c, size_t n)
 {
-	char name[128], ns[128];
+	char name[512], ns[128]; /* a Kubernetes name is up to 381 bytes (handoff/msg.h) */
 
 	fprintf(f, "%-32s %-24s %12s %7s %s\n", "CLIENT", "NAMESPACE", "CALLS", "PARKED",
 		"NS-TRAPS");

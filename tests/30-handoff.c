@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "handoff/meta.h"
 #include "handoff/xfer.h"
 #include "tests/lib/fixture.h"
 
@@ -619,6 +620,262 @@ Test(handoff, parse_err_buffers)
 }
 
 /* ---- the transfer ------------------------------------------------------------------------- */
+
+/* ---- Kubernetes' names from the annotations (msg.h) ---------------------------------------- */
+
+#define K8S_HEAD "{\"pid\":77,\"fds\":[\"seccompFd\"],\"state\":{\"id\":\"" HEX64 "\""
+#define HEX64	 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* The name a message gives its client, and the note, after a parse that must succeed. */
+static void name_of(const char *json, char *name, size_t cap, struct ho_info *info)
+{
+	char err[256];
+	int idx;
+
+	cr_assert_eq(parse(json, info, &idx, err, sizeof(err)), 0, "%s: %s", json, err);
+	ho_client_name(info, name, cap);
+}
+
+Test(handoff, names_from_cri_annotations)
+{
+	struct ho_info info;
+	char name[HO_CLIENT_NAME_MAX];
+
+	/* containerd's CRI plugin: the names a pod's container gets */
+	name_of(K8S_HEAD ",\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
+			 "\"io.kubernetes.cri.sandbox-namespace\":\"default\","
+			 "\"io.kubernetes.cri.sandbox-name\":\"db-0\","
+			 "\"io.kubernetes.cri.container-name\":\"postgres\"}}}",
+		name, sizeof(name), &info);
+	cr_assert_str_eq(name, "default/db-0/postgres");
+	cr_assert_str_eq(info.id, HEX64, "the id stays available");
+	cr_assert_str_eq(info.name_note, "");
+
+	/* the older keys (dockershim, CRI-O), and CRI's winning where both are */
+	name_of(K8S_HEAD
+		",\"annotations\":{\"io.kubernetes.pod.namespace\":\"kube-system\","
+		"\"io.kubernetes.pod.name\":\"old-pod\",\"io.kubernetes.container.name\":\"c\","
+		"\"io.kubernetes.cri.sandbox-name\":\"new-pod\"}}}",
+		name, sizeof(name), &info);
+	cr_assert_str_eq(name, "kube-system/new-pod/c");
+
+	/* the parts present only: a sandbox (pause) container has no container name */
+	name_of(K8S_HEAD ",\"annotations\":{\"io.kubernetes.cri.sandbox-namespace\":\"ns1\","
+			 "\"io.kubernetes.cri.sandbox-name\":\"p\"}}}",
+		name, sizeof(name), &info);
+	cr_assert_str_eq(name, "ns1/p");
+}
+
+Test(handoff, names_without_annotations)
+{
+	struct ho_info info;
+	char name[HO_CLIENT_NAME_MAX];
+
+	name_of(K8S_HEAD "}}", name, sizeof(name), &info);
+	cr_assert_str_eq(name, HEX64 " (pid 77)", "the whole id, not cut at 64 bytes");
+	name_of(K8S_HEAD ",\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\"}}}",
+		name, sizeof(name), &info);
+	cr_assert_str_eq(name, HEX64 " (pid 77)");
+	name_of(OK_HEAD "}", name, sizeof(name), &info);
+	cr_assert_str_eq(name, "pid 1");
+	name_of(K8S_HEAD ",\"annotations\":null}}", name, sizeof(name), &info);
+	cr_assert_str_eq(name, HEX64 " (pid 77)");
+	/* a short buffer cuts, and terminates */
+	name_of(K8S_HEAD ",\"annotations\":{\"io.kubernetes.cri.sandbox-name\":\"abcdefgh\"}}}",
+		name, 5, &info);
+	cr_assert_str_eq(name, "abcd");
+}
+
+/* Hostile values are ignored, never refused and never shown; the note says which key. */
+Test(handoff, names_hostile)
+{
+	static const struct {
+		const char *value; /* as JSON */
+		const char *why;
+	} bad[] = {
+		{ "\"a\\nb\"", "printable" },	   { "\"a b\"", "printable" },
+		{ "\"\"", "printable" },	   { "\"x\\u0000y\"", "printable" },
+		{ "\"caf\\u00e9\"", "printable" }, { "\"\\u001b[31mred\"", "printable" },
+		{ "\"a/b\"", "without '/'" },	   { "\"a\\\\b\"", "printable" },
+		{ "\"q\\\"\"", "printable" },	   { "5", "not a string" },
+		{ "{}", "not a string" },	   { "[\"a\"]", "not a string" },
+	};
+	struct ho_info info;
+	char json[1024], name[HO_CLIENT_NAME_MAX];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(json, sizeof(json),
+			 K8S_HEAD ",\"annotations\":{\"io.kubernetes.cri.sandbox-name\":%s,"
+				  "\"io.kubernetes.cri.container-name\":\"ok\"}}}",
+			 bad[i].value);
+		name_of(json, name, sizeof(name), &info);
+		cr_expect_str_eq(name, "ok", "%s", bad[i].value);
+		cr_expect(strstr(info.name_note, "io.kubernetes.cri.sandbox-name ignored: "),
+			  "%s: %s", bad[i].value, info.name_note);
+		cr_expect(strstr(info.name_note, bad[i].why), "%s: %s", bad[i].value,
+			  info.name_note);
+	}
+
+	/* length caps: 63 bytes for a namespace and a container, 253 for a pod */
+	for (int part = 0; part < 3; part++) {
+		static const char *const key[] = { "io.kubernetes.cri.sandbox-namespace",
+						   "io.kubernetes.cri.sandbox-name",
+						   "io.kubernetes.cri.container-name" };
+		int cap = part == 1 ? 253 : 63;
+
+		for (int n = cap; n <= cap + 1; n++) {
+			snprintf(json, sizeof(json),
+				 K8S_HEAD ",\"annotations\":{\"%s\":\"%0*d\"}}}", key[part], n, 0);
+			name_of(json, name, sizeof(name), &info);
+			if (n == cap)
+				cr_expect_eq(strlen(name), (size_t)cap, "%s at %d", key[part], n);
+			else
+				cr_expect_str_eq(name, HEX64 " (pid 77)", "%s at %d", key[part], n);
+		}
+	}
+
+	/* annotations that are not an object: ignored, the message is still served */
+	name_of(K8S_HEAD ",\"annotations\":[\"io.kubernetes.cri.sandbox-name\"]}}", name,
+		sizeof(name), &info);
+	cr_assert_str_eq(name, HEX64 " (pid 77)");
+	cr_assert(strstr(info.name_note, "not an object"), "%s", info.name_note);
+
+	/* the CRI key hostile, the older one fine: the older one names it */
+	name_of(K8S_HEAD ",\"annotations\":{\"io.kubernetes.cri.sandbox-name\":\"a\\r\\nb\","
+			 "\"io.kubernetes.pod.name\":\"fine\"}}}",
+		name, sizeof(name), &info);
+	cr_assert_str_eq(name, "fine");
+	/* and every part at its longest fits the client name whole */
+	{
+		char pod[254], nsn[64], ctr[64];
+
+		memset(pod, 'p', 253);
+		pod[253] = '\0';
+		memset(nsn, 'n', 63);
+		nsn[63] = '\0';
+		memset(ctr, 'c', 63);
+		ctr[63] = '\0';
+		snprintf(json, sizeof(json),
+			 K8S_HEAD
+			 ",\"annotations\":{\"io.kubernetes.cri.sandbox-namespace\":\"%s\","
+			 "\"io.kubernetes.cri.sandbox-name\":\"%s\","
+			 "\"io.kubernetes.cri.container-name\":\"%s\"}}}",
+			 nsn, pod, ctr);
+		name_of(json, name, sizeof(name), &info);
+		cr_assert_eq(strlen(name), 63 + 1 + 253 + 1 + 63);
+	}
+}
+
+/* ---- listenerMetadata (meta.h) ------------------------------------------------------------- */
+
+Test(handoff, meta_separators)
+{
+	static const char *const same[] = {
+		"ns=pod1 ns-traps",
+		"ns=pod1,ns-traps",
+		"ns=pod1;ns-traps",
+		"ns=pod1\nns-traps",
+		"ns=pod1\r\nns-traps\n",
+		"\n\nns-traps\tns=pod1 ,; ",
+		"semvisor-run ns-traps ns=pod1",
+	};
+	struct ho_meta m;
+
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		ho_meta_parse(same[i], &m);
+		cr_expect(m.ns_traps, "%s", same[i]);
+		cr_expect_str_eq(m.ns, "pod1", "%s", same[i]);
+		cr_expect(m.ns_given && !m.ns_bad, "%s", same[i]);
+		cr_expect_str_eq(m.note, "", "%s", same[i]);
+	}
+	ho_meta_parse("", &m);
+	cr_assert(!m.ns_traps && !m.ns_given && !m.ns[0] && !m.note[0]);
+	ho_meta_parse("ns-traps", &m);
+	cr_assert(m.ns_traps && !m.ns_given);
+}
+
+/* seccompagent and SPO write KEY=VALUE lines for their own agents: ours are still found. */
+Test(handoff, meta_seccompagent_lines)
+{
+	struct ho_meta m;
+
+	ho_meta_parse("MKDIR_TMPL=/tmp/{{.Namespace}}\nns=pod1\nns-traps\n"
+		      "MIDDLEWARE=falco,mkdir\nDEFAULT_ACTION=kill-container",
+		      &m);
+	cr_assert_str_eq(m.ns, "pod1");
+	cr_assert(m.ns_traps);
+	cr_assert_str_eq(m.note, "", "other agents' keys are not ours to report: %s", m.note);
+	/* on one line, entries are split as they always were */
+	ho_meta_parse("OTHER=1 ns=y", &m);
+	cr_assert_str_eq(m.ns, "y");
+	/* a value holding '=' belongs to its key */
+	ho_meta_parse("EXEC_PATTERN=a=b\nns=x", &m);
+	cr_assert_str_eq(m.ns, "x");
+	cr_assert_str_eq(m.note, "");
+}
+
+Test(handoff, meta_malformed)
+{
+	static const struct {
+		const char *meta;
+		bool bad;	  /* the ns entry is refused */
+		const char *note; /* in the note */
+	} cases[] = {
+		{ "ns", true, "'ns' without '=NAME'" },
+		{ "ns=", true, "1 to 63 bytes" },
+		{ "ns=a\nns=b", true, "ns given twice, differently" },
+		{ "ns=a ns=a", false, "" },
+		{ "ns=\x01x", true, "printable ASCII" },
+		{ "ns=caf\xc3\xa9", true,
+		  "'ns=caf\\xc3\\xa9': a namespace name is printable ASCII" },
+		{ "ns="
+		  "0123456789012345678901234567890123456789012345678901234567890123",
+		  true, "1 to 63 bytes" },
+		{ "ns-traps=yes", false, "takes no value" },
+		{ "ns-trap", false, "'ns-trap' ignored: unknown" },
+		{ "nstraps ns=ok", false, "'nstraps' ignored: unknown" },
+	};
+	struct ho_meta m;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ho_meta_parse(cases[i].meta, &m);
+		cr_expect_eq(m.ns_bad, cases[i].bad, "%s", cases[i].meta);
+		if (cases[i].bad)
+			cr_expect_str_eq(m.ns, "", "%s", cases[i].meta);
+		cr_expect(strstr(m.note, cases[i].note), "%s: note '%s'", cases[i].meta, m.note);
+		if (!cases[i].note[0])
+			cr_expect_str_eq(m.note, "", "%s", cases[i].meta);
+	}
+	ho_meta_parse("ns-traps=yes", &m);
+	cr_assert(!m.ns_traps, "a known word with a value is not taken");
+	/* a 63-byte name is fine */
+	ho_meta_parse("ns=012345678901234567890123456789012345678901234567890123456789012", &m);
+	cr_assert_eq(strlen(m.ns), 63);
+}
+
+/* Whatever the metadata holds, the parse ends, the note stays bounded and printable. */
+Test(handoff, meta_hostile)
+{
+	char meta[512];
+	struct ho_meta m;
+	unsigned seed = 19;
+
+	for (int round = 0; round < 2000; round++) {
+		for (size_t i = 0; i < sizeof(meta) - 1; i++) {
+			static const char alpha[] = "ns=-traps \n,;\t\r\x01\xff\x7f'\\";
+
+			seed = seed * 1103515245u + 12345u;
+			meta[i] = alpha[(seed >> 16) % (sizeof(alpha) - 1)];
+		}
+		meta[sizeof(meta) - 1] = '\0';
+		ho_meta_parse(meta, &m);
+		cr_assert_lt(strlen(m.note), sizeof(m.note));
+		for (const char *p = m.note; *p; p++)
+			cr_assert(*p >= 0x20 && *p < 0x7f, "unprintable byte in the note: %s",
+				  m.note);
+		cr_assert(!m.ns_bad || !m.ns[0]);
+	}
+}
 
 Test(handoff, roundtrip)
 {

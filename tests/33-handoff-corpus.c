@@ -114,6 +114,14 @@ static void put_parse(struct line *l, const char *msg, size_t len)
 	put_str(l, "id", info.id);
 	put_str(l, "bundle", info.bundle);
 	put_str(l, "metadata", info.metadata);
+	/* only when the annotations named it, so that the older lines read as they did */
+	if (info.pod_ns[0] || info.pod[0] || info.container[0] || info.name_note[0]) {
+		char name[HO_CLIENT_NAME_MAX];
+
+		ho_client_name(&info, name, sizeof(name));
+		put_str(l, "name", name);
+		put_str(l, "name_note", info.name_note);
+	}
 }
 
 /* What ho_recv makes of msg sent as handoff_recv_fuzz sends it, with a real listener. */

@@ -23,6 +23,8 @@
 #include <elf.h>
 #include <sys/sendfile.h>
 
+#include <jansson.h>
+
 #include "tests/60-daemon-harness.h"
 
 TestSuite(daemon_runc, .timeout = 120, .fini = dh_cleanup);
@@ -134,29 +136,26 @@ static void make_rootfs(const char *rootfs, const char *prog)
 	copy_file(prog, path, 0755);
 }
 
+static void write_config_ex(const struct ct *c, const char *rootfs, const char *args_json,
+			    const char *seccomp_json, const char *annotations_json,
+			    const char *sync);
+
 /*
  * config.json: `runc spec`'s default (1.1.5) with process.args, an absolute root, no terminal,
  * /sync bind-mounted (if sync), and the seccomp profile of the brief: allow everything, send
  * the four semaphore calls to the agent at listenerPath.
  */
+
 static void write_config(const struct ct *c, const char *rootfs, const char *args_json,
 			 const char *agent, const char *metadata, const char *sync)
 {
-	char path[300], sync_mount[PATH_MAX + 256] = "", meta[256] = "";
-	char seccomp[PATH_MAX + 1024] = "";
+	char meta[256] = "", seccomp[PATH_MAX + 1024] = "";
 
-	if (sync)
-		snprintf(
-		    sync_mount, sizeof(sync_mount),
-		    ",\n\t\t{\"destination\": \"/sync\", \"type\": \"bind\", \"source\": \"%s\", "
-		    "\"options\": [\"rbind\", \"rw\"]}",
-		    sync);
 	if (metadata)
 		snprintf(meta, sizeof(meta), "\t\t\t\"listenerMetadata\": \"%s\",\n", metadata);
 	if (agent)
 		snprintf(seccomp, sizeof(seccomp),
-			 ",\n"
-			 "\t\t\"seccomp\": {\n"
+			 "{\n"
 			 "\t\t\t\"defaultAction\": \"SCMP_ACT_ALLOW\",\n"
 			 "\t\t\t\"listenerPath\": \"%s\",\n"
 			 "%s"
@@ -166,10 +165,35 @@ static void write_config(const struct ct *c, const char *rootfs, const char *arg
 			 "\"semctl\"], \"action\": \"SCMP_ACT_NOTIFY\"}]\n"
 			 "\t\t}",
 			 agent, meta);
+	write_config_ex(c, rootfs, args_json, agent ? seccomp : NULL, NULL, sync);
+}
+
+/*
+ * The same, with the seccomp object given whole (seccomp_json: NULL for no profile) and top-level annotations (annotations_json: the members of the object, or NULL),
+ * which runc hands on in the state it sends the agent.
+ */
+static void write_config_ex(const struct ct *c, const char *rootfs, const char *args_json,
+			    const char *seccomp_json, const char *annotations_json,
+			    const char *sync)
+{
+	char path[300], sync_mount[PATH_MAX + 256] = "", ann[4096] = "";
+	char *seccomp = NULL;
+
+	if (seccomp_json)
+		cr_assert(asprintf(&seccomp, ",\n\t\t\"seccomp\": %s", seccomp_json) > 0);
+	if (annotations_json)
+		snprintf(ann, sizeof(ann), "\t\"annotations\": {%s},\n", annotations_json);
+	if (sync)
+		snprintf(
+		    sync_mount, sizeof(sync_mount),
+		    ",\n\t\t{\"destination\": \"/sync\", \"type\": \"bind\", \"source\": \"%s\", "
+		    "\"options\": [\"rbind\", \"rw\"]}",
+		    sync);
 	snprintf(path, sizeof(path), "%s/config.json", c->bundle);
 	dh_write_file(
 	    path,
 	    "{\n"
+	    "%s"
 	    "\t\"ociVersion\": \"1.0.2-dev\",\n"
 	    "\t\"process\": {\n"
 	    "\t\t\"terminal\": false,\n"
@@ -219,7 +243,8 @@ static void write_config(const struct ct *c, const char *rootfs, const char *arg
 	    "\"/proc/sysrq-trigger\"]%s\n"
 	    "\t}\n"
 	    "}\n",
-	    args_json, rootfs, sync_mount, seccomp);
+	    ann, args_json, rootfs, sync_mount, seccomp ? seccomp : "");
+	free(seccomp);
 }
 
 /* Environment checks that are not ours to fix: skip with the reason. */
@@ -424,5 +449,110 @@ Test(daemon_runc, metadata_names_namespace)
 		     "both containers should be served from the named namespace:\n%s", log);
 	free(a_out);
 	free(b_out);
+	free(log);
+}
+
+/*
+ * Kubernetes' way (examples/kubernetes/): the shipped profile, its listenerPath pointed at the
+ * test's daemon, with listenerMetadata in lines as seccompagent writes it, and the annotations
+ * containerd's CRI plugin puts in the config (runc hands them on in the state it sends). The
+ * container is served (ct-sem's checks: every call reached the daemon), from the namespace its
+ * metadata names, and `semvisorctl clients` shows it by its Kubernetes names.
+ */
+Test(daemon_runc, kubernetes_example_profile)
+{
+	const char *ann = "\"io.kubernetes.cri.container-type\": \"container\", "
+			  "\"io.kubernetes.cri.sandbox-namespace\": \"default\", "
+			  "\"io.kubernetes.cri.sandbox-name\": \"db-0\", "
+			  "\"io.kubernetes.cri.container-name\": \"postgres\", "
+			  "\"io.kubernetes.pod.name\": \"evil\\nline\"";
+	char rootfs[PATH_MAX], sync[PATH_MAX], args[512], ready[PATH_MAX + 16];
+	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX], want[256], *profile, *out, *log;
+	const char *src = dh_src("examples/kubernetes/seccomp-profile.json");
+	const char *daemon_args[] = { ctl, NULL };
+	json_error_t je;
+	json_t *prof;
+	struct dh_daemon d;
+	struct ct a;
+	int rc;
+
+	require_runc();
+	cr_assert(src, "examples/kubernetes/seccomp-profile.json not found");
+	dh_setup();
+	snprintf(runc_state, sizeof(runc_state), "%s", dh_path("runc-state"));
+	snprintf(rootfs, sizeof(rootfs), "%s", dh_path("rootfs"));
+	snprintf(sync, sizeof(sync), "%s", dh_path("sync"));
+	snprintf(ready, sizeof(ready), "%s/ready", sync);
+	snprintf(ctlpath, sizeof(ctlpath), "%s", dh_path("ctl.sock"));
+	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
+	cr_assert(mkdir(sync, 0755) == 0);
+	make_rootfs(rootfs, static_ct_sem());
+	dh_daemon_start(&d, "d", daemon_args);
+
+	prof = json_load_file(src, JSON_REJECT_DUPLICATES, &je);
+	cr_assert(prof, "%s: %s", src, je.text);
+	cr_assert_eq(json_object_set_new(prof, "listenerPath", json_string(d.sock)), 0);
+	cr_assert_eq(json_object_set_new(prof, "listenerMetadata",
+					 json_string("MKDIR_TMPL=/tmp/{{.Namespace}}\n"
+						     "ns=semvisor-k8s-test\nMIDDLEWARE=a, b")),
+		     0);
+	profile = json_dumps(prof, JSON_INDENT(1));
+	json_decref(prof);
+	cr_assert(profile);
+
+	ct_init(&a, "a");
+	snprintf(args, sizeof(args), "[\"/bin/ct-sem\", \"pingpong\", \"%s\", \"%d\", \"/sync\"]",
+		 KEY, ROUNDS);
+	write_config_ex(&a, rootfs, args, profile, ann, sync);
+	free(profile);
+	ct_start(&a);
+	{
+		int64_t end = dh_now_ms() + 30000;
+
+		while (access(ready, F_OK)) {
+			int st;
+
+			if (waitpid(a.runc, &st, WNOHANG) == a.runc) {
+				dh_untrack(a.runc);
+				a.runc = 0;
+				ct_failed(rootfs, &a, WIFEXITED(st) ? WEXITSTATUS(st) : -1, &d);
+			}
+			cr_assert(dh_now_ms() < end, "container A not ready in 30 s:\n%s",
+				  dh_slurp(a.out));
+			dh_sleep_ms(10);
+		}
+	}
+	/* while it is served: listed by its names, not its id */
+	{
+		const char *argv[] = { dh_bin("semvisorctl"), "--socket", ctlpath, "clients",
+				       NULL };
+
+		cr_assert_eq(dh_run(argv, 10000, &out), 0, "semvisorctl clients:\n%s", out);
+		cr_assert(strstr(out, "default/db-0/postgres "), "not listed by its names:\n%s",
+			  out);
+		cr_assert(strstr(out, "semvisor-k8s-test"), "not in its namespace:\n%s", out);
+		cr_assert(!strstr(out, a.id), "listed by its id:\n%s", out);
+		free(out);
+	}
+	dh_write_file(dh_path("sync/release"), "go\n");
+	rc = ct_wait(&a, 30000);
+	dh_daemon_alive(&d);
+	out = dh_slurp(a.out);
+	cr_assert_eq(rc, 0, "container A: exit %d:\n%s\ndaemon log:\n%s", rc, out, dh_slurp(d.log));
+	check_a(out);
+	free(out);
+
+	cr_assert_eq(dh_daemon_stop(&d), 0, "semvisord did not exit 0 on SIGTERM:\n%s",
+		     dh_slurp(d.log));
+	log = dh_slurp(d.log);
+	/* the id is kept where people look a container up: the log */
+	snprintf(want, sizeof(want), "agent: serving default/db-0/postgres (container %s, pid ",
+		 a.id);
+	cr_assert(strstr(log, want), "the daemon did not log '%s':\n%s", want, log);
+	cr_assert(strstr(log, " in namespace semvisor-k8s-test"), "%s", log);
+	/* the hostile older annotation: ignored, named in the log, its value never shown */
+	cr_assert(strstr(log, "io.kubernetes.pod.name ignored"), "%s", log);
+	cr_assert(!strstr(log, "evil"), "%s", log);
+	cr_assert(!strstr(log, "listenerMetadata:"), "other agents' lines were reported:\n%s", log);
 	free(log);
 }

@@ -13,14 +13,19 @@
  * oldest of the uid with the most. A well-behaved client sends its message as soon as it
  * connects, so it is received long before it could become the oldest: silent connections,
  * however many, delay nobody, and cost one uid only its own silent ones. What a client may ask
- * for in its metadata:
+ * for in its metadata (listenerMetadata, read by handoff/meta.h, which lists what else it may
+ * hold):
  *  - "ns-traps": its filter traps unshare and setns (filter.h), so the namespaces of its
  *    threads may be kept between calls. Honoured from anyone: nobody can check what a
  *    filter traps, and a false claim costs the claimant correctness, never anyone privilege
  *    (ident.h: credentials are read on every call, capabilities with a fresh user namespace);
  *  - "ns=NAME": serve it from a named namespace shared with other clients naming it.
  *    Honoured from root only (SO_PEERCRED): from anyone else it could join another tenant's
- *    semaphores.
+ *    semaphores. A malformed or ambiguous one refuses the client (the listener is closed, so
+ *    its semaphore calls fail with ENOSYS): serving it elsewhere than it asked would silently
+ *    split its semaphores from those of the clients it meant to meet.
+ * A client is named for people by its Kubernetes names when the runtime's annotations carry
+ * them (msg.h), its container id then kept in the log line that starts serving it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,6 +36,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "handoff/meta.h"
 #include "handoff/xfer.h"
 #include "lock/xpthread.h"
 
@@ -53,32 +59,6 @@ struct conn {
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct conn *conns[AGENT_THREADS];
 static uint64_t conns_seq;
-
-/* Find "word" or "word=value" in space/comma separated metadata. */
-static bool meta_get(const char *meta, const char *word, char *value, size_t vlen)
-{
-	size_t wl = strlen(word);
-	const char *p = meta;
-
-	while (*p) {
-		size_t len = strcspn(p, " ,;");
-
-		if (len >= wl && !strncmp(p, word, wl) && (len == wl || p[wl] == '=')) {
-			if (value) {
-				size_t vl = len > wl ? len - wl - 1 : 0;
-
-				if (vl >= vlen)
-					return false;
-				memcpy(value, p + wl + 1, vl);
-				value[vl] = '\0';
-			}
-			return true;
-		}
-		p += len;
-		p += strspn(p, " ,;");
-	}
-	return false;
-}
 
 /* A free slot in conns, or -1 when every thread is taken. Caller holds conns_lock. */
 static int free_slot(void)
@@ -173,7 +153,8 @@ static void *receive(void *arg)
 	struct daemon *d = c->d;
 	struct ho_info info;
 	struct nt_listener_opts lo = { 0 };
-	char err[256], name[160], nsname[64];
+	struct ho_meta meta;
+	char err[256], name[HO_CLIENT_NAME_MAX];
 	int listener, rc;
 	char ok = 1;
 
@@ -189,16 +170,21 @@ static void *receive(void *arg)
 		     dropped ? "it sent nothing while newer ones of its uid came" : err);
 		goto out;
 	}
-	if (info.id[0])
-		snprintf(name, sizeof(name), "%s (pid %d)", info.id, (int)info.pid);
-	else
-		snprintf(name, sizeof(name), "pid %d", (int)info.pid);
+	ho_client_name(&info, name, sizeof(name));
+	if (info.name_note[0])
+		dlog(d, "agent: %s: %s", name, info.name_note);
+	ho_meta_parse(info.metadata, &meta);
+	if (meta.note[0])
+		dlog(d, "agent: %s: listenerMetadata: %s", name, meta.note);
 	lo.name = name;
-	lo.ns_traps = meta_get(info.metadata, "ns-traps", NULL, 0);
-	if (c->peer.uid == 0) {
-		if (meta_get(info.metadata, "ns", nsname, sizeof(nsname)) && nsname[0])
-			lo.ns_name = nsname;
-	} else if (meta_get(info.metadata, "ns", NULL, 0)) {
+	lo.ns_traps = meta.ns_traps;
+	if (c->peer.uid == 0 && meta.ns_bad) {
+		dlog(d, "agent: %s refused: its ns= entry is malformed", name);
+		close(listener);
+		goto out;
+	} else if (c->peer.uid == 0 && meta.ns[0]) {
+		lo.ns_name = meta.ns;
+	} else if (meta.ns_given) {
 		dlog(d, "agent: %s: ns= from uid %d ignored (only root may choose a namespace)",
 		     name, (int)c->peer.uid);
 	}
@@ -216,8 +202,16 @@ static void *receive(void *arg)
 		dlog(d, "agent: %s: cannot serve it: %s", name, strerror(-rc));
 		goto out;
 	}
-	dlog(d, "agent: serving %s%s%s%s", name, lo.ns_name ? " in namespace " : "",
-	     lo.ns_name ? lo.ns_name : "", lo.ns_traps ? " (namespace changes trapped)" : "");
+	/* the id too when the name is Kubernetes': the log is where a runtime's id is looked up */
+	if (info.id[0] && strncmp(name, info.id, strlen(info.id)))
+		dlog(d, "agent: serving %s (container %s, pid %d)%s%s%s", name, info.id,
+		     (int)info.pid, lo.ns_name ? " in namespace " : "",
+		     lo.ns_name ? lo.ns_name : "",
+		     lo.ns_traps ? " (namespace changes trapped)" : "");
+	else
+		dlog(d, "agent: serving %s%s%s%s", name, lo.ns_name ? " in namespace " : "",
+		     lo.ns_name ? lo.ns_name : "",
+		     lo.ns_traps ? " (namespace changes trapped)" : "");
 	/* runc does not wait for this; semvisor-run --daemon does, before it execs */
 	send(c->fd, &ok, 1, MSG_NOSIGNAL);
 out:

@@ -22,6 +22,16 @@
  *     state.id         string, fits ho_info.id
  *     state.bundle     string, fits ho_info.bundle
  *     state.pid        as pid; used only when the top-level "pid" is absent
+ *     state.annotations  Kubernetes' names for the container, each from the first key present:
+ *                      pod_ns     io.kubernetes.cri.sandbox-namespace, io.kubernetes.pod.namespace
+ *                      pod        io.kubernetes.cri.sandbox-name, io.kubernetes.pod.name
+ *                      container  io.kubernetes.cri.container-name, io.kubernetes.container.name
+ *                      (containerd's CRI plugin writes the first of each, dockershim and CRI-O
+ *                      the second). They only name the client for people to read, so one that
+ *                      is not a name is ignored, not refused: a string of 1 to the field's size
+ *                      less one bytes, each graphic ASCII other than '/' (the separator of
+ *                      "NAMESPACE/POD/CONTAINER"), '"' and '\'. What was ignored, and why, goes
+ *                      to name_note, never the value itself: it came from the peer.
  *   null stands for "absent" in each of them (encoding/json, which runc uses, reads it so).
  *   A string that does not fit its buffer, or holds \u0000, is refused rather than cut: a
  *   truncated id or metadata could name someone else's namespace. (JSON_ALLOW_NUL lets \u0000
@@ -212,6 +222,96 @@ static int get_fds(struct rd *r, const json_t *root, int *fd_index)
 	return 0;
 }
 
+/* A name fit to show: see the design comment. */
+static bool name_ok(const char *s, size_t n, size_t cap)
+{
+	if (!n || n >= cap)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= 0x20 || c >= 0x7f || c == '/' || c == '"' || c == '\\')
+			return false;
+	}
+	return true;
+}
+
+/* One part of the name, from the first of keys[] that holds a name; the others are noted. */
+static void get_name(struct ho_info *info, const json_t *ann, const char *const keys[2], char *buf,
+		     size_t cap)
+{
+	size_t nl;
+
+	for (int i = 0; i < 2; i++) {
+		json_t *v = json_object_get(ann, keys[i]);
+		char why[80];
+
+		if (!v)
+			continue;
+		if (!json_is_string(v)) {
+			snprintf(why, sizeof(why), "not a string");
+		} else if (!name_ok(json_string_value(v), json_string_length(v), cap)) {
+			snprintf(why, sizeof(why), "not 1 to %zu printable ASCII bytes without '/'",
+				 cap - 1);
+		} else {
+			/* a valid older key, when the CRI one already named it, is not used */
+			if (!buf[0])
+				memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+			continue;
+		}
+		nl = strlen(info->name_note);
+		snprintf(info->name_note + nl, sizeof(info->name_note) - nl, "%s%s ignored: %s",
+			 nl ? "; " : "", keys[i], why);
+	}
+}
+
+/* Kubernetes' names from state.annotations, when it has them. */
+static void get_names(struct ho_info *info, const json_t *state)
+{
+	static const char *const ns_keys[2] = { "io.kubernetes.cri.sandbox-namespace",
+						"io.kubernetes.pod.namespace" };
+	static const char *const pod_keys[2] = { "io.kubernetes.cri.sandbox-name",
+						 "io.kubernetes.pod.name" };
+	static const char *const ctr_keys[2] = { "io.kubernetes.cri.container-name",
+						 "io.kubernetes.container.name" };
+	const json_t *ann = member(state, "annotations");
+
+	if (!ann)
+		return;
+	if (!json_is_object(ann)) {
+		snprintf(info->name_note, sizeof(info->name_note),
+			 "state.annotations ignored: not an object");
+		return;
+	}
+	get_name(info, ann, ns_keys, info->pod_ns, sizeof(info->pod_ns));
+	get_name(info, ann, pod_keys, info->pod, sizeof(info->pod));
+	get_name(info, ann, ctr_keys, info->container, sizeof(info->container));
+}
+
+void ho_client_name(const struct ho_info *info, char *buf, size_t cap)
+{
+	const char *part[3] = { info->pod_ns, info->pod, info->container };
+	size_t n = 0;
+
+	if (!cap)
+		return;
+	buf[0] = '\0';
+	for (int i = 0; i < 3; i++) {
+		if (!part[i][0])
+			continue;
+		/* snprintf returns what it would have written: clamp, so n never passes cap */
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "/" : "", part[i]);
+		if (n >= cap)
+			return;
+	}
+	if (n)
+		return;
+	if (info->id[0])
+		snprintf(buf, cap, "%s (pid %d)", info->id, (int)info->pid);
+	else
+		snprintf(buf, cap, "pid %d", (int)info->pid);
+}
+
 /* The fields of a decoded message, in info and *fd_index. */
 static int extract(struct rd *r, const json_t *root, struct ho_info *info, int *fd_index)
 {
@@ -230,6 +330,8 @@ static int extract(struct rd *r, const json_t *root, struct ho_info *info, int *
 	     get_string(r, state, "bundle", "state.bundle", info->bundle, sizeof(info->bundle)) ||
 	     get_pid(r, state, "pid", "state.pid", &state_pid)))
 		return -EPROTO;
+	if (state)
+		get_names(info, state);
 	if (*fd_index < 0) {
 		ho_err(r->err, r->errlen, "the agent message names no \"seccompFd\" in \"fds\"");
 		return -EPROTO;

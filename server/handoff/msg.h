@@ -27,7 +27,19 @@ struct ho_info {
 	char id[128];	    /* "state.id": the container id ("" if absent) */
 	char metadata[512]; /* "metadata": listenerMetadata ("" if absent) */
 	char bundle[256];   /* "state.bundle" ("" if absent) */
+	/*
+	 * Kubernetes' names for the container, from "state.annotations" (msg.c says which keys):
+	 * each "" if absent or not a name. Only for people to read (the client's name in
+	 * `semvisorctl clients`, metrics and logs): nothing is decided by them.
+	 */
+	char pod_ns[64];     /* a namespace is a DNS label: at most 63 bytes */
+	char pod[254];	     /* a pod name is a DNS subdomain: at most 253 */
+	char container[64];  /* a DNS label */
+	char name_note[192]; /* which annotation was ignored and why, for the log ("" if none) */
 };
+
+/* Large enough for every name ho_client_name writes. */
+#define HO_CLIENT_NAME_MAX 384
 
 /* Large enough for every message ho_build writes: each byte escapes to at most six ("\u001f"). */
 #define HO_BUILD_MAX                                                                               \
@@ -43,6 +55,12 @@ int ho_parse(const char *json, size_t len, struct ho_info *info, int *fd_index, 
    for a pid that is no pid or a string that is unterminated or not UTF-8, -ENOMEM, or
    -EOVERFLOW if cap is short (HO_BUILD_MAX never is). */
 int ho_build(const struct ho_info *info, char *buf, size_t cap, size_t *len);
+
+/*
+ * A client's name for people: "NAMESPACE/POD/CONTAINER" (the parts present, '/'-joined) when the
+ * annotations name it, else "ID (pid N)", else "pid N". Cut to cap, never overrun.
+ */
+void ho_client_name(const struct ho_info *info, char *buf, size_t cap);
 
 /* The sentence for the caller's err buffer (none if err is NULL or errlen 0). */
 void ho_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

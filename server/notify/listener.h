@@ -42,7 +42,7 @@ struct nt_listener {
 	struct cds_list_head bulk_node; /* s->bulk_queue while queued there, under s->bulk_lock */
 	atomic_uint_fast64_t calls;	/* notifications received */
 	atomic_int parked;		/* its calls on s->parked now */
-	char name[64];
+	char name[384];			/* fits handoff/msg.h's HO_CLIENT_NAME_MAX */
 };
 
 /*

@@ -104,8 +104,8 @@ int nt_super_for_each_ns(struct nt_super *s,
 
 /* A client: one listener (a semvisor-run program tree, a container). */
 struct nt_client_info {
-	char name[64];
-	char ns[64]; /* its fixed namespace, or "" for one per IPC namespace */
+	char name[384]; /* fits handoff/msg.h's HO_CLIENT_NAME_MAX */
+	char ns[64];	/* its fixed namespace, or "" for one per IPC namespace */
 	bool ns_traps;
 	uint64_t calls; /* notifications received through it */
 	int parked;	/* its calls waiting now */

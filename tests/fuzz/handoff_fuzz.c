@@ -3,7 +3,7 @@
  * libFuzzer target for ho_parse, the reader of agent messages (server/handoff/msg.c): the
  * bytes any process that can connect to the agent socket controls.
  *
- * FUZZ_SOURCES: server/handoff/msg.c -ljansson
+ * FUZZ_SOURCES: server/handoff/msg.c server/handoff/meta.c -ljansson
  *
  * Build and run by hand (tests/fuzz/run.sh does the same for every target here):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handoff/meta.h"
 #include "handoff/msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,6 +44,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static bool terminated(const char *s, size_t cap)
 {
 	return memchr(s, '\0', cap) != NULL;
+}
+
+/* A name part of ho_info: "" or graphic ASCII without '/', '"' or '\\', terminated. */
+static bool name_or_empty(const char *s, size_t cap)
+{
+	if (!terminated(s, cap))
+		return false;
+	for (; *s; s++)
+		if (*s <= 0x20 || *s >= 0x7f || *s == '/' || *s == '"' || *s == '\\')
+			return false;
+	return true;
 }
 
 static int parse(const uint8_t *data, size_t size, struct ho_info *info, int *idx, char *err,
@@ -71,6 +83,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(terminated(info.id, sizeof(info.id)));
 		CHECK(terminated(info.metadata, sizeof(info.metadata)));
 		CHECK(terminated(info.bundle, sizeof(info.bundle)));
+		CHECK(terminated(info.name_note, sizeof(info.name_note)));
+		/* what may name a client: a name, or nothing (msg.c) */
+		CHECK(name_or_empty(info.pod_ns, sizeof(info.pod_ns)));
+		CHECK(name_or_empty(info.pod, sizeof(info.pod)));
+		CHECK(name_or_empty(info.container, sizeof(info.container)));
+		{
+			char name[HO_CLIENT_NAME_MAX];
+			struct ho_meta m;
+
+			ho_client_name(&info, name, sizeof(name));
+			CHECK(terminated(name, sizeof(name)));
+			ho_meta_parse(info.metadata, &m);
+			CHECK(terminated(m.note, sizeof(m.note)) && terminated(m.ns, sizeof(m.ns)));
+			for (const char *p = m.note; *p; p++)
+				CHECK(*p >= 0x20 && *p < 0x7f);
+			CHECK(!m.ns_bad || !m.ns[0]);
+		}
 	} else {
 		CHECK(err[0] != '\0');
 		CHECK(idx == -1);
