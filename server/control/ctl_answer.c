@@ -287,16 +287,6 @@ static Semvisor__Limits *limits_msg(struct ctl_arena *a, const char *ns,
 
 /* ---- stats ---- */
 
-static const char *const semctl_names[NT_NCMDS] = {
-	[SV_IPC_RMID] = "IPC_RMID", [SV_IPC_SET] = "IPC_SET",
-	[SV_IPC_STAT] = "IPC_STAT", [SV_IPC_INFO] = "IPC_INFO",
-	[SV_GETPID] = "GETPID",	    [SV_GETVAL] = "GETVAL",
-	[SV_GETALL] = "GETALL",	    [SV_GETNCNT] = "GETNCNT",
-	[SV_GETZCNT] = "GETZCNT",   [SV_SETVAL] = "SETVAL",
-	[SV_SETALL] = "SETALL",	    [SV_SEM_STAT] = "SEM_STAT",
-	[SV_SEM_INFO] = "SEM_INFO", [SV_SEM_STAT_ANY] = "SEM_STAT_ANY",
-};
-
 /*
  * The supervisor's log2 buckets (serve.c): bucket 0 holds durations of at most 1 ns, bucket
  * b > 0 those of 2^b .. 2^(b+1)-1 ns, the last one everything longer.
@@ -449,8 +439,8 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 		m->cmd = i < NT_NCMDS ? i : -1;
 		if (i == NT_NCMDS)
 			snprintf(name, sizeof(name), "unknown");
-		else if (semctl_names[i])
-			snprintf(name, sizeof(name), "%s", semctl_names[i]);
+		else if (sv_semctl_cmd_name(i))
+			snprintf(name, sizeof(name), "%s", sv_semctl_cmd_name(i));
 		else
 			snprintf(name, sizeof(name), "cmd%d", i);
 		m->name = ctl_xstrdup(a, name);

@@ -298,6 +298,8 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t sops, unsigned
 /* semctl; arg is the fourth argument's register value (a value for SETVAL, else an address). */
 long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
 	       struct sv_wakeq *wq);
+/* A semctl command's name as the kernel's headers spell it ("GETALL"), or NULL for none. */
+const char *sv_semctl_cmd_name(int cmd);
 
 /*
  * Undo a semop that completed at once (its answer could not be delivered: the caller was

@@ -372,6 +372,21 @@ out:
 	return ret;
 }
 
+const char *sv_semctl_cmd_name(int cmd)
+{
+	static const char *const names[] = {
+		[SV_IPC_RMID] = "IPC_RMID", [SV_IPC_SET] = "IPC_SET",
+		[SV_IPC_STAT] = "IPC_STAT", [SV_IPC_INFO] = "IPC_INFO",
+		[SV_GETPID] = "GETPID",	    [SV_GETVAL] = "GETVAL",
+		[SV_GETALL] = "GETALL",	    [SV_GETNCNT] = "GETNCNT",
+		[SV_GETZCNT] = "GETZCNT",   [SV_SETVAL] = "SETVAL",
+		[SV_SETALL] = "SETALL",	    [SV_SEM_STAT] = "SEM_STAT",
+		[SV_SEM_INFO] = "SEM_INFO", [SV_SEM_STAT_ANY] = "SEM_STAT_ANY",
+	};
+
+	return cmd >= 0 && cmd < (int)(sizeof(names) / sizeof(names[0])) ? names[cmd] : NULL;
+}
+
 long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
 	       struct sv_wakeq *wq)
 {

@@ -27,17 +27,10 @@ static const char *call_name(int nr)
 /* semctl's command as strace names it, or its number (x86_64 has no IPC_64 flag to strip). */
 static const char *cmd_name(int cmd, char *buf, size_t len)
 {
-	static const char *const names[] = {
-		[SV_IPC_RMID] = "IPC_RMID", [SV_IPC_SET] = "IPC_SET",
-		[SV_IPC_STAT] = "IPC_STAT", [SV_IPC_INFO] = "IPC_INFO",
-		[SV_GETPID] = "GETPID",	    [SV_GETVAL] = "GETVAL",
-		[SV_GETALL] = "GETALL",	    [SV_GETNCNT] = "GETNCNT",
-		[SV_GETZCNT] = "GETZCNT",   [SV_SETVAL] = "SETVAL",
-		[SV_SETALL] = "SETALL",	    [SV_SEM_STAT] = "SEM_STAT",
-		[SV_SEM_INFO] = "SEM_INFO", [SV_SEM_STAT_ANY] = "SEM_STAT_ANY",
-	};
-	if (cmd >= 0 && cmd < (int)(sizeof(names) / sizeof(names[0])) && names[cmd])
-		return names[cmd];
+	const char *name = sv_semctl_cmd_name(cmd);
+
+	if (name)
+		return name;
 	snprintf(buf, len, "%#x /* SEM_??? */", (unsigned int)cmd);
 	return buf;
 }
