@@ -113,8 +113,10 @@ static void clients(FILE *f, const Semvisor__Stats *s)
 	v = malloc((n ? n : 1) * sizeof(*v));
 	if (!v)
 		return;
-	memcpy(v, s->clients, n * sizeof(*v));
-	qsort(v, n, sizeof(*v), by_name_ns);
+	if (n) { /* a server with no client sends no array: s->clients is NULL */
+		memcpy(v, s->clients, n * sizeof(*v));
+		qsort(v, n, sizeof(*v), by_name_ns);
+	}
 	family(f, "semvisor_client_calls_total", "counter",
 	       "Calls received from each client (confined program tree or container).");
 	for (size_t i = 0; i < n;) {
