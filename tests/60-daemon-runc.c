@@ -318,6 +318,26 @@ static void ct_failed(const char *rootfs, const struct ct *failed, int rc, struc
 		       failed->id, rc, dh_slurp(failed->out), log);
 }
 
+/* Wait (30 s at most) until container c has made the file ready; a container that exits first
+   goes to ct_failed(). */
+static void ct_wait_ready(struct ct *c, const char *ready, const char *rootfs, struct dh_daemon *d)
+{
+	int64_t end = dh_now_ms() + 30000;
+
+	while (access(ready, F_OK)) {
+		int st;
+
+		if (waitpid(c->runc, &st, WNOHANG) == c->runc) {
+			dh_untrack(c->runc);
+			c->runc = 0;
+			ct_failed(rootfs, c, WIFEXITED(st) ? WEXITSTATUS(st) : -1, d);
+		}
+		cr_assert(dh_now_ms() < end, "container %s not ready in 30 s:\n%s", c->id,
+			  dh_slurp(c->out));
+		dh_sleep_ms(10);
+	}
+}
+
 /*
  * The two-container scenario: A ping-pongs through KEY and holds the set; B probes KEY while A
  * waits; then A is released and checks its set. metadata goes to both containers.
@@ -351,22 +371,7 @@ static void two_containers(const char *metadata, const char *probe_want, char **
 
 	/* A: runs its ping-pong, then waits in /sync for the release */
 	ct_start(&a);
-	{
-		int64_t end = dh_now_ms() + 30000;
-
-		while (access(ready, F_OK)) {
-			int st;
-
-			if (waitpid(a.runc, &st, WNOHANG) == a.runc) {
-				dh_untrack(a.runc);
-				a.runc = 0;
-				ct_failed(rootfs, &a, WIFEXITED(st) ? WEXITSTATUS(st) : -1, &d);
-			}
-			cr_assert(dh_now_ms() < end, "container A not ready in 30 s:\n%s",
-				  dh_slurp(a.out));
-			dh_sleep_ms(10);
-		}
-	}
+	ct_wait_ready(&a, ready, rootfs, &d);
 	/* B: while A and its set are alive */
 	ct_start(&b);
 	rc = ct_wait(&b, 30000);
@@ -506,22 +511,7 @@ Test(daemon_runc, kubernetes_example_profile)
 	write_config_ex(&a, rootfs, args, profile, ann, sync);
 	free(profile);
 	ct_start(&a);
-	{
-		int64_t end = dh_now_ms() + 30000;
-
-		while (access(ready, F_OK)) {
-			int st;
-
-			if (waitpid(a.runc, &st, WNOHANG) == a.runc) {
-				dh_untrack(a.runc);
-				a.runc = 0;
-				ct_failed(rootfs, &a, WIFEXITED(st) ? WEXITSTATUS(st) : -1, &d);
-			}
-			cr_assert(dh_now_ms() < end, "container A not ready in 30 s:\n%s",
-				  dh_slurp(a.out));
-			dh_sleep_ms(10);
-		}
-	}
+	ct_wait_ready(&a, ready, rootfs, &d);
 	/* while it is served: listed by its names, not its id */
 	{
 		const char *argv[] = { dh_bin("semvisorctl"), "--socket", ctlpath, "clients",
