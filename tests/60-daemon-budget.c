@@ -67,6 +67,26 @@ static int as_uid(const struct dh_daemon *d, int uid, bool own_ns, const char *c
 	return dh_run(uid_argv(&u, d, uid, own_ns, args), 60000, out);
 }
 
+/*
+ * The same, again every 100 ms (5 s at most) until its output holds want: what the daemon
+ * gives back when a process or namespace ends, it learns of a moment later.
+ */
+static void as_uid_until(const struct dh_daemon *d, int uid, bool own_ns, const char *const *args,
+			 const char *want, const char *what)
+{
+	char *out;
+
+	for (int i = 0;; i++) {
+		cr_assert_eq(as_uid(d, uid, own_ns, args, &out), 0, "%s", out);
+		if (strstr(out, want))
+			break;
+		cr_assert(i < 49, "%s:\n%s", what, out);
+		free(out);
+		dh_sleep_ms(100);
+	}
+	free(out);
+}
+
 /* The same, in the background, its output in the test directory's file NAME: the pid. */
 static pid_t as_uid_bg(const struct dh_daemon *d, int uid, bool own_ns, const char *const *args,
 		       const char *name)
@@ -333,17 +353,8 @@ Test(daemon_budget, undos)
 	bg_done(bg, "undo1000", "undo: served\n");
 
 	/* the exits gave every entry back (the daemon learns of an exit a moment later) */
-	for (int i = 0; i < 50; i++) {
-		cr_assert_eq(
-		    as_uid(&d, 1000, false, (const char *const[]){ "undo", "3", "0", NULL }, &out),
-		    0, "%s", out);
-		if (strstr(out, "undo: made 3\nundo: served\n"))
-			break;
-		cr_assert(i < 49, "uid 1000's entries did not come back:\n%s", out);
-		free(out);
-		dh_sleep_ms(100);
-	}
-	free(out);
+	as_uid_until(&d, 1000, false, (const char *const[]){ "undo", "3", "0", NULL },
+		     "undo: made 3\nundo: served\n", "uid 1000's entries did not come back");
 	out = stats(ctlpath, NULL);
 	cr_assert(strstr(out, " 2 undo entries"), "semvisorctl stats:\n%s", out);
 	free(out);
@@ -400,17 +411,8 @@ Test(daemon_budget, namespaces)
 	bg_done(b, "ns-b", "keep: served\n");
 	bg_done(c, "ns-c", "keep: served\n");
 	wait_ended(ctlpath, 3);
-	for (int i = 0; i < 50; i++) {
-		cr_assert_eq(as_uid(&d, 1000, true,
-				    (const char *const[]){ "keep", "0x5300", "0", NULL }, &out),
-			     0, "%s", out);
-		if (strstr(out, "keep: made\nkeep: served\n"))
-			break;
-		cr_assert(i < 49, "no room after the namespaces ended:\n%s", out);
-		free(out);
-		dh_sleep_ms(100);
-	}
-	free(out);
+	as_uid_until(&d, 1000, true, (const char *const[]){ "keep", "0x5300", "0", NULL },
+		     "keep: made\nkeep: served\n", "no room after the namespaces ended");
 	/* each call from a refused namespace counts: two semgets at least */
 	out = stats(ctlpath, NULL);
 	cr_assert(strstr(out, " namespaces\n") && strstr(out, "(semop ENOMEM); "), "%s", out);
