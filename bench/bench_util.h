@@ -229,6 +229,22 @@ BU_UNUSED static bool bu_opt(struct bu_opts *o, int c, const char *arg, int max_
 	return false;
 }
 
+/*
+ * After getopt_long: no argument may be left (a wrapped command goes after --run-under), and
+ * what was not given takes the suite's default (3 repetitions with --quick, else 5) or the
+ * program's (timeout, in seconds).
+ */
+BU_UNUSED static void bu_opts_done(struct bu_opts *o, int argc, char **argv, double timeout)
+{
+	if (optind < argc)
+		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
+		       argv[optind]);
+	if (o->reps == 0)
+		o->reps = o->quick ? 3 : 5;
+	if (o->timeout == 0)
+		o->timeout = timeout;
+}
+
 BU_UNUSED static double bu_parse_seconds(const char *opt, const char *s)
 {
 	char *end;

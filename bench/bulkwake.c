@@ -352,13 +352,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
-	if (optind < argc)
-		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
-		       argv[optind]);
-	if (o->common.reps == 0)
-		o->common.reps = o->common.quick ? 3 : 5;
-	if (o->common.timeout == 0)
-		o->common.timeout = 300;
+	bu_opts_done(&o->common, argc, argv, 300);
 }
 
 int main(int argc, char **argv)

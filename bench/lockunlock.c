@@ -329,15 +329,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
-	if (optind < argc)
-		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
-		       argv[optind]);
+	bu_opts_done(&o->common, argc, argv, 600);
 	if (o->pairs == 0)
 		o->pairs = o->common.quick ? 10000 : 100000;
-	if (o->common.reps == 0)
-		o->common.reps = o->common.quick ? 3 : 5;
-	if (o->common.timeout == 0)
-		o->common.timeout = 600;
 }
 
 int main(int argc, char **argv)

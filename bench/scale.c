@@ -705,21 +705,15 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
-	if (optind < argc)
-		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
-		       argv[optind]);
+	bu_opts_done(&o->common, argc, argv, 900);
 	if (!any_case)
 		o->cases[C_SETS] = o->cases[C_BIGSET] = o->cases[C_WAITERS] = true;
 	if (o->waiters == 0)
 		o->waiters = o->common.quick ? 2000 : 10000;
-	if (o->common.reps == 0)
-		o->common.reps = o->common.quick ? 3 : 5;
 	if (o->rep_time == 0)
 		o->rep_time = o->common.quick ? 0.1 : 0.2;
 	if (o->warm_time == 0)
 		o->warm_time = 0.05;
-	if (o->common.timeout == 0)
-		o->common.timeout = 900;
 	if (o->common.target && o->case_only < 0)
 		bu_die("--target needs --case");
 }

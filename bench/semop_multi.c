@@ -349,14 +349,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
-	if (optind < argc)
-		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
-		       argv[optind]);
 	o->seconds = seconds > 0 ? seconds : o->common.quick ? 0.1 : 0.3;
-	if (o->common.reps == 0)
-		o->common.reps = o->common.quick ? 3 : 5;
-	if (o->common.timeout == 0)
-		o->common.timeout = 60 + 20 * o->seconds * 2 * o->nthreads;
+	bu_opts_done(&o->common, argc, argv, 60 + 20 * o->seconds * 2 * o->nthreads);
 }
 
 static int find_row(const struct bu_rows *rows, const char *label, size_t len)

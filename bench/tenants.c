@@ -770,15 +770,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
-	if (optind < argc)
-		bu_die("unexpected argument \"%s\" (a wrapped command goes after --run-under)",
-		       argv[optind]);
+	bu_opts_done(&o->common, argc, argv, 120);
 	if (o->calls == 0)
 		o->calls = o->common.quick ? 2000 : 5000;
-	if (o->common.reps == 0)
-		o->common.reps = o->common.quick ? 3 : 5;
-	if (o->common.timeout == 0)
-		o->common.timeout = 120;
 	/* Only root can become another uid; everyone can have namespaces of their own. */
 	if (geteuid() != 0)
 		o->tenant_uid = -1;
