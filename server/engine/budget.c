@@ -212,10 +212,12 @@ static void sub(struct sv_budget *b, struct budget_uid **pp, enum sv_budget_kind
 }
 
 /*
- * Charge n of kind to uid: 0, refusal (passing a maximum; counted), or -ENOMEM (no memory for
+ * Charge n of kind (and, with n2, n2 of kind2 too, all or nothing) to uid: 0, refusal (passing
+ * a maximum; counted against the first kind that would pass one), or -ENOMEM (no memory for
  * the uid's entry).
  */
-static int charge(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, long n, int refusal)
+static int charge(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, long n,
+		  enum sv_budget_kind kind2, long n2, int refusal)
 {
 	struct budget_uid **pp, *u;
 	int err = 0;
@@ -226,14 +228,25 @@ static int charge(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, l
 	if (over(b, u, kind, n)) {
 		atomic_fetch_add_explicit(&b->refused[kind], 1, memory_order_relaxed);
 		err = refusal;
+	} else if (n2 && over(b, u, kind2, n2)) {
+		atomic_fetch_add_explicit(&b->refused[kind2], 1, memory_order_relaxed);
+		err = refusal;
 	} else if (!u && !(u = *pp = calloc(1, sizeof(*u)))) {
 		err = -ENOMEM;
 	} else {
 		u->uid = uid;
 		add(b, u, kind, n);
+		if (n2)
+			add(b, u, kind2, n2);
 	}
 	xunlock(&b->lock);
 	return err;
+}
+
+/* Charge n of one kind: charge() without a second. */
+static int charge1(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, long n, int refusal)
+{
+	return charge(b, uid, kind, n, kind, 0, refusal);
 }
 
 static void credit(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, long n)
@@ -249,27 +262,7 @@ static void credit(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, 
  */
 int sv_budget_charge(struct sv_budget *b, uint32_t uid, int nsems)
 {
-	struct budget_uid **pp, *u;
-	int err = 0;
-
-	xlock(&b->lock);
-	pp = uid_slot(b, uid);
-	u = *pp;
-	if (over(b, u, SV_BUDGET_SEMS, nsems)) {
-		atomic_fetch_add_explicit(&b->refused[SV_BUDGET_SEMS], 1, memory_order_relaxed);
-		err = -ENOSPC;
-	} else if (over(b, u, SV_BUDGET_SETS, 1)) {
-		atomic_fetch_add_explicit(&b->refused[SV_BUDGET_SETS], 1, memory_order_relaxed);
-		err = -ENOSPC;
-	} else if (!u && !(u = *pp = calloc(1, sizeof(*u)))) {
-		err = -ENOMEM;
-	} else {
-		u->uid = uid;
-		add(b, u, SV_BUDGET_SEMS, nsems);
-		add(b, u, SV_BUDGET_SETS, 1);
-	}
-	xunlock(&b->lock);
-	return err;
+	return charge(b, uid, SV_BUDGET_SEMS, nsems, SV_BUDGET_SETS, 1, -ENOSPC);
 }
 
 /* Give back what sv_budget_charge() took for the same uid and nsems. */
@@ -293,7 +286,7 @@ static long undo_units(int nsems)
 
 int sv_budget_charge_undo(struct sv_budget *b, uint32_t uid, int nsems)
 {
-	return charge(b, uid, SV_BUDGET_UNDOS, undo_units(nsems), -ENOMEM);
+	return charge1(b, uid, SV_BUDGET_UNDOS, undo_units(nsems), -ENOMEM);
 }
 
 void sv_budget_credit_undo(struct sv_budget *b, uint32_t uid, int nsems)
@@ -303,7 +296,7 @@ void sv_budget_credit_undo(struct sv_budget *b, uint32_t uid, int nsems)
 
 int sv_budget_charge_waiter(struct sv_budget *b, uint32_t uid)
 {
-	return charge(b, uid, SV_BUDGET_WAITERS, 1, -ENOMEM);
+	return charge1(b, uid, SV_BUDGET_WAITERS, 1, -ENOMEM);
 }
 
 void sv_budget_credit_waiter(struct sv_budget *b, uint32_t uid)
@@ -313,7 +306,7 @@ void sv_budget_credit_waiter(struct sv_budget *b, uint32_t uid)
 
 int sv_budget_charge_ns(struct sv_budget *b, uint32_t uid)
 {
-	return charge(b, uid, SV_BUDGET_NAMESPACES, 1, -ENOSPC);
+	return charge1(b, uid, SV_BUDGET_NAMESPACES, 1, -ENOSPC);
 }
 
 void sv_budget_credit_ns(struct sv_budget *b, uint32_t uid)
