@@ -54,11 +54,12 @@ struct nt_listener {
 #define NT_HEAVY_WAKES	 32
 #define NT_HEAVY_HOLD_NS 1000000000LL /* a listener stays heavy this long after such a call */
 
-static inline bool nt_listener_heavy(const struct nt_listener *l, int64_t now)
+/* The clock is read only for a listener that ever was heavy: not on a light one's calls. */
+static inline bool nt_listener_heavy(const struct nt_listener *l)
 {
 	int64_t t = atomic_load_explicit(&l->heavy_ns, memory_order_relaxed);
 
-	return t && now - t < NT_HEAVY_HOLD_NS;
+	return t && nt_now_ns() - t < NT_HEAVY_HOLD_NS;
 }
 
 static inline void nt_listener_get(struct nt_listener *l)

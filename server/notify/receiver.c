@@ -193,7 +193,7 @@ static void *receiver_main(void *arg)
 			    memory_order_relaxed);
 			NT_ADD(&r->wk.stats, received, 1);
 			/* Its next call goes to the bulk lane: through the worker (super.c). */
-			if (s->bulk && nt_listener_heavy(r->hot, nt_now_ns())) {
+			if (s->bulk && nt_listener_heavy(r->hot)) {
 				receiver_hand_back(s, r->hot);
 				r->hot = NULL;
 			}

@@ -574,6 +574,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	struct sv_wakeq wq;
 	struct nt_thread *thr;
 	bool parked = false;
+	unsigned int woken;
 	long val = 0;
 	int err;
 
@@ -645,7 +646,8 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		sv_proc_put(cx.c.proc);
 out:
 	ident_end(&cx.id);
-	if ((nt_deliver(wk, &wq) >= NT_HEAVY_WAKES || cx.moved >= NT_HEAVY_BYTES) && s->bulk)
+	woken = nt_deliver(wk, &wq);
+	if (s->bulk && (woken >= NT_HEAVY_WAKES || cx.moved >= NT_HEAVY_BYTES))
 		atomic_store_explicit(&l->heavy_ns, nt_now_ns(), memory_order_relaxed);
 	nt_thread_put(thr);
 }

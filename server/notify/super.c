@@ -150,7 +150,7 @@ static bool dispatch(struct nt_worker *wk, const struct epoll_event *ev)
 				nt_receiver_kick(s);
 			else
 				listener_hup(wk, l);
-		} else if (s->bulk && nt_listener_heavy(l, nt_now_ns())) {
+		} else if (s->bulk && nt_listener_heavy(l)) {
 			bulk_pass(s, l);
 		} else if (!s->rcv || !l->sync_wake) {
 			nt_receive(wk, l, true);
