@@ -153,23 +153,20 @@ static const Semvisor__Client *find_client(const Semvisor__Stats *s, const Semvi
 	return NULL;
 }
 
+/* One snapshot; on a terminal (tty) of rows lines (0: unknown), cleared first and kept to it. */
 static void render_screen(FILE *f, const Semvisor__Stats *s, const Semvisor__Stats *p, bool tty,
-			  uint32_t interval_ms)
+			  int rows, uint32_t interval_ms)
 {
 	static const Semvisor__CallCounts none = SEMVISOR__CALL_COUNTS__INIT;
 	const Semvisor__CallCounts *c = s->calls ? s->calls : &none;
 	const Semvisor__CallCounts *pc = p && p->calls ? p->calls : &none;
 	double dt = p && s->mono_ns > p->mono_ns ? (double)(s->mono_ns - p->mono_ns) / 1e9 : 0;
 	char when[32], name[128], ns[128];
-	struct winsize ws = { 0 };
-	int rows = 0, used = 0;
+	int used = 0;
 	struct crow *cr;
 
-	if (tty) {
-		if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
-			rows = ws.ws_row;
+	if (tty)
 		fputs(CLEAR_SCREEN, f);
-	}
 	text_fmt_time(s->unix_ms / 1000, when, sizeof(when));
 	fprintf(f, "semvisor top: server pid %u, every %.1fs, %s%s\n", s->server_pid,
 		interval_ms / 1000.0, when, tty ? "   (q to quit)" : "");
@@ -273,10 +270,10 @@ static void render(FILE *out, const Semvisor__Stats *s, const Semvisor__Stats *p
 
 	if (!tty || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col ||
 	    !(f = open_memstream(&text, &len))) {
-		render_screen(out, s, p, tty, interval_ms);
+		render_screen(out, s, p, tty, ws.ws_row, interval_ms);
 		return;
 	}
-	render_screen(f, s, p, tty, interval_ms);
+	render_screen(f, s, p, tty, ws.ws_row, interval_ms);
 	fclose(f);
 	for (char *l = text; l < text + len;) {
 		char *nl = memchr(l, '\n', (size_t)(text + len - l));
