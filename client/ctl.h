@@ -60,6 +60,9 @@ int rpc_check(const Semvisor__Reply *reply);
 
 /* Printable for a terminal: control characters become '?' (names come from other users). */
 const char *text_safe(const char *s, char *buf, size_t len);
+/* How people know a namespace: "NAMESPACE/POD" where a pod lives in it, else its name. */
+const char *text_ns_name(const char *name, const char *pod_ns, const char *pod, char *buf,
+			 size_t len);
 /* 1234 ns -> "1.2us"; UINT64_MAX -> "inf". */
 const char *text_fmt_ns(uint64_t ns, char *buf, size_t len);
 /* Upper bound of the bucket holding the q-quantile (0 < q <= 1) of counts. */

@@ -148,9 +148,11 @@ void json_limits(FILE *f, const Semvisor__Limits *l)
 
 static json_t *json_client(const Semvisor__Client *c)
 {
-	return json_pack("{s:o, s:o, s:b, s:o, s:o}", "name", jstr(c->name), "namespace",
-			 jstr(c->ns), "ns_traps", (int)c->ns_traps, "calls", ju64(c->calls),
-			 "parked", ju64(c->parked));
+	return json_pack("{s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o}", "name", jstr(c->name),
+			 "namespace", jstr(c->ns), "ns_traps", (int)c->ns_traps, "calls",
+			 ju64(c->calls), "parked", ju64(c->parked), "pod_namespace",
+			 jstr(c->pod_namespace), "pod", jstr(c->pod), "container",
+			 jstr(c->container));
 }
 
 static json_t *json_lock(const Semvisor__LockStats *l)
@@ -185,11 +187,12 @@ static json_t *json_stats_doc(const Semvisor__Stats *s)
 		const Semvisor__Namespace *n = s->namespaces[i];
 
 		jappend(nss,
-			json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", jstr(n->name),
-				  "sets", ju64(n->nsets), "semaphores", ju64(n->nsems), "waiters",
-				  ju64(n->nwaiters), "set_lock_spun", ju64(n->set_lock_spun),
-				  "set_lock_slept", ju64(n->set_lock_slept), "limits",
-				  json_ns_limits(n->limits)));
+			json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name",
+				  jstr(n->name), "sets", ju64(n->nsets), "semaphores",
+				  ju64(n->nsems), "waiters", ju64(n->nwaiters), "set_lock_spun",
+				  ju64(n->set_lock_spun), "set_lock_slept", ju64(n->set_lock_slept),
+				  "limits", json_ns_limits(n->limits), "pod_namespace",
+				  jstr(n->pod_namespace), "pod", jstr(n->pod)));
 	}
 
 	doc = json_pack(
@@ -247,7 +250,7 @@ static json_t *json_set_info(const Semvisor__SetInfo *si)
 	snprintf(hex, sizeof(hex), "0x%08x", (uint32_t)si->key);
 	snprintf(perms, sizeof(perms), "%03o", si->mode & 0777);
 	return json_pack("{s:o, s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:I, "
-			 "s:I, s:o, s:o}",
+			 "s:I, s:o, s:o, s:o, s:o}",
 			 "namespace", jstr(si->ns), "id", (json_int_t)si->id, "key",
 			 (json_int_t)si->key, "key_hex", hex, "uid", ju64(si->uid), "owner",
 			 jstr(text_user_name(si->uid, owner, sizeof(owner))), "gid", ju64(si->gid),
@@ -256,7 +259,8 @@ static json_t *json_set_info(const Semvisor__SetInfo *si)
 			 perms, "nsems", ju64(si->nsems), "otime", (json_int_t)si->otime, "ctime",
 			 (json_int_t)si->ctime, "lock_spun",
 			 si->withheld ? json_null() : ju64(si->lock_spun), "lock_slept",
-			 si->withheld ? json_null() : ju64(si->lock_slept));
+			 si->withheld ? json_null() : ju64(si->lock_slept), "pod_namespace",
+			 jstr(si->pod_namespace), "pod", jstr(si->pod));
 }
 
 void json_sets(FILE *f, const Semvisor__SetList *l)

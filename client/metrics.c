@@ -9,6 +9,11 @@
  * (Histogram.sum_ns 0) it is estimated from the buckets, each value taken at its bucket's
  * middle and the open-ended last one at its lower bound. Quantiles from the buckets are as
  * good as the buckets: log2, from 1 ns to 2^39 ns (9 minutes).
+ *
+ * Labels follow Kubernetes' conventions, so that a scrape's own target labels do not clash:
+ * an IPC namespace is ipc_namespace="ipc:[INODE]" (or the name semvisord was given), and
+ * namespace, pod and container are Kubernetes' names, present where the container's runtime
+ * gave them (the CRI annotations).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +54,37 @@ static void label_value(FILE *f, const char *s)
 		p += n;
 	}
 	fputc('"', f);
+}
+
+/* ,KEY="VALUE" for a Kubernetes name that is there. */
+static void opt_label(FILE *f, const char *key, const char *value)
+{
+	if (!value || !*value)
+		return;
+	fprintf(f, ",%s=", key);
+	label_value(f, value);
+}
+
+/* {ipc_namespace="...",namespace="...",pod="..." and extra (",limit=\"semmsl\"")} */
+static void ns_labels(FILE *f, const Semvisor__Namespace *n, const char *extra)
+{
+	fputs("{ipc_namespace=", f);
+	label_value(f, n->name);
+	opt_label(f, "namespace", n->pod_namespace);
+	opt_label(f, "pod", n->pod);
+	fprintf(f, "%s}", extra ? extra : "");
+}
+
+static void client_labels(FILE *f, const Semvisor__Client *c)
+{
+	fputs("{client=", f);
+	label_value(f, c->name);
+	fputs(",ipc_namespace=", f);
+	label_value(f, c->ns);
+	opt_label(f, "namespace", c->pod_namespace);
+	opt_label(f, "pod", c->pod);
+	opt_label(f, "container", c->container);
+	fputc('}', f);
 }
 
 static void sample1(FILE *f, const char *name, const char *label, const char *value, uint64_t v)
@@ -125,11 +161,9 @@ static void clients(FILE *f, const Semvisor__Stats *s)
 
 		for (; j < n && !by_name_ns(&v[i], &v[j]); j++)
 			calls += v[j]->calls;
-		fputs("semvisor_client_calls_total{client=", f);
-		label_value(f, v[i]->name);
-		fputs(",namespace=", f);
-		label_value(f, v[i]->ns);
-		fprintf(f, "} %llu\n", (unsigned long long)calls);
+		fputs("semvisor_client_calls_total", f);
+		client_labels(f, v[i]);
+		fprintf(f, " %llu\n", (unsigned long long)calls);
 		i = j;
 	}
 	family(f, "semvisor_client_parked", "gauge", "Calls of each client waiting now.");
@@ -139,11 +173,9 @@ static void clients(FILE *f, const Semvisor__Stats *s)
 
 		for (; j < n && !by_name_ns(&v[i], &v[j]); j++)
 			parked += v[j]->parked;
-		fputs("semvisor_client_parked{client=", f);
-		label_value(f, v[i]->name);
-		fputs(",namespace=", f);
-		label_value(f, v[i]->ns);
-		fprintf(f, "} %llu\n", (unsigned long long)parked);
+		fputs("semvisor_client_parked", f);
+		client_labels(f, v[i]);
+		fprintf(f, " %llu\n", (unsigned long long)parked);
 		i = j;
 	}
 	free(v);
@@ -178,9 +210,11 @@ static void ns_family(FILE *f, const Semvisor__Stats *s, const char *name, const
 		      const char *help, enum ns_field which)
 {
 	family(f, name, type, help);
-	for (size_t i = 0; i < s->n_namespaces; i++)
-		sample1(f, name, "namespace", s->namespaces[i]->name,
-			ns_value(s->namespaces[i], which));
+	for (size_t i = 0; i < s->n_namespaces; i++) {
+		fputs(name, f);
+		ns_labels(f, s->namespaces[i], NULL);
+		fprintf(f, " %llu\n", (unsigned long long)ns_value(s->namespaces[i], which));
+	}
 }
 
 void metrics_print(FILE *f, const Semvisor__Stats *s)
@@ -314,9 +348,12 @@ void metrics_print(FILE *f, const Semvisor__Stats *s)
 		v[2] = n->limits->semopm;
 		v[3] = n->limits->semmni;
 		for (int k = 0; k < 4; k++) {
-			fputs("semvisor_namespace_limit{namespace=", f);
-			label_value(f, n->name);
-			fprintf(f, ",limit=\"%s\"} %d\n", limit_names[k], v[k]);
+			char extra[32];
+
+			snprintf(extra, sizeof(extra), ",limit=\"%s\"", limit_names[k]);
+			fputs("semvisor_namespace_limit", f);
+			ns_labels(f, n, extra);
+			fprintf(f, " %d\n", v[k]);
 		}
 	}
 	clients(f, s);

@@ -311,10 +311,13 @@ static const struct cmd cmds[] = {
 	  "List the semaphore sets, as ipcs -s does, in every namespace (or only NAME):\n"
 	  "NAMESPACE, KEY (hex), SEMID, OWNER, PERMS (octal), NSEMS, LAST-SEMOP and\n"
 	  "LAST-CHANGE (local time; \"never\"). Namespaces are named ipc:[INODE] after the\n"
-	  "IPC namespace of the programs served, or by the name semvisord was given.\n"
+	  "IPC namespace of the programs served, or by the name semvisord was given; one\n"
+	  "where a Kubernetes pod's containers are served is shown as NAMESPACE/POD, the\n"
+	  "pod's names, and --ns takes either name.\n"
 	  "\n"
 	  "With --json: {\"sets\": [{namespace, id, key, key_hex, uid, owner, gid, group,\n"
-	  "cuid, cgid, mode, perms, nsems, otime, ctime, lock_spun, lock_slept}]},\n"
+	  "cuid, cgid, mode, perms, nsems, otime, ctime, lock_spun, lock_slept,\n"
+	  "pod_namespace, pod}]} (the pod's names \"\" where there is none),\n"
 	  "times in seconds since the epoch (0: never). Every set is listed, as ipcs -s\n"
 	  "lists them to anyone; the lock counters of a set you may not read are null.\n" },
 	{ "show", cmd_show, 1, O_JSON | O_NS, "show ID [--ns NAME] [--json]",
@@ -331,10 +334,14 @@ static const struct cmd cmds[] = {
 	  "zcnt, ops, waits, lock_spun, lock_slept}]}.\n" },
 	{ "clients", cmd_clients, 0, O_JSON, "clients [--json]",
 	  "List the clients served: each program tree started with semvisor-run and each\n"
-	  "container, with its fixed namespace (if any), the calls received from it, its\n"
-	  "calls waiting now, and whether its filter reports credential changes.\n"
+	  "container, with its namespace (the fixed one, else the IPC namespace it was\n"
+	  "last seen in), the calls received from it, its calls waiting now, and whether\n"
+	  "its filter reports namespace changes. A container is named\n"
+	  "NAMESPACE/POD/CONTAINER where its runtime gave Kubernetes' names, else by its\n"
+	  "id and pid.\n"
 	  "\n"
-	  "With --json: {\"clients\": [{name, namespace, ns_traps, calls, parked}]}.\n" },
+	  "With --json: {\"clients\": [{name, namespace, ns_traps, calls, parked,\n"
+	  "pod_namespace, pod, container}]}.\n" },
 	{ "top", cmd_top, 0, O_JSON | O_INTERVAL | O_COUNT,
 	  "top [--interval SEC] [--count N] [--json]",
 	  "A live view: totals and per-second rates of calls, waits, errors and lock\n"
@@ -352,7 +359,9 @@ static const struct cmd cmds[] = {
 	  "Print every counter in the Prometheus text exposition format (version 0.0.4),\n"
 	  "for node_exporter's textfile collector or any scraper: # HELP and # TYPE for\n"
 	  "each family, counters ending in _total, durations in seconds, and the service\n"
-	  "and wait time histograms as _bucket{le}, _sum (exact) and _count.\n"
+	  "and wait time histograms as _bucket{le}, _sum (exact) and _count. An IPC\n"
+	  "namespace is the label ipc_namespace; namespace, pod and container are\n"
+	  "Kubernetes' names, where a container's runtime gave them.\n"
 	  "\n"
 	  "For node_exporter's textfile collector, write a temporary file and rename it,\n"
 	  "so that a scrape never reads half a file (semvisor-metrics.timer does this\n"

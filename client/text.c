@@ -24,6 +24,18 @@ const char *text_safe(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+const char *text_ns_name(const char *name, const char *pod_ns, const char *pod, char *buf,
+			 size_t len)
+{
+	char full[512];
+
+	if (!pod || !*pod)
+		return text_safe(name, buf, len);
+	snprintf(full, sizeof(full), "%s%s%s", pod_ns ? pod_ns : "", pod_ns && *pod_ns ? "/" : "",
+		 pod);
+	return text_safe(full, buf, len);
+}
+
 const char *text_fmt_ns(uint64_t ns, char *buf, size_t len)
 {
 	if (ns == UINT64_MAX)
@@ -213,28 +225,34 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 		    "locks", text_safe(l->kind, name, sizeof(name)));
 	if (!s->n_namespaces)
 		return;
-	fprintf(f, "\n%-24s %6s %8s %8s  %-30s %s\n", "NAMESPACE", "SETS", "SEMS", "WAITERS",
-		"LIMITS MSL,MNS,OPM,MNI", "SET-LOCK SPUN/SLEPT");
+	fprintf(f, "\n%-24s %6s %8s %8s  %-30s %-19s %s\n", "NAMESPACE", "SETS", "SEMS", "WAITERS",
+		"LIMITS MSL,MNS,OPM,MNI", "SET-LOCK SPUN/SLEPT", "POD");
 	for (size_t i = 0; i < s->n_namespaces; i++) {
 		const Semvisor__Namespace *n = s->namespaces[i];
-		char lim[64] = "-";
+		char lim[64] = "-", locks[48], pod[512];
 
 		if (n->limits)
 			snprintf(lim, sizeof(lim), "%d,%d,%d,%d", n->limits->semmsl,
 				 n->limits->semmns, n->limits->semopm, n->limits->semmni);
-		fprintf(f, "%-24s %6u %8u %8u  %-30s %llu/%llu\n",
+		snprintf(locks, sizeof(locks), "%llu/%llu", (unsigned long long)n->set_lock_spun,
+			 (unsigned long long)n->set_lock_slept);
+		fprintf(f, "%-24s %6u %8u %8u  %-30s %-19s %s\n",
 			text_safe(n->name, name, sizeof(name)), n->nsets, n->nsems, n->nwaiters,
-			lim, (unsigned long long)n->set_lock_spun,
-			(unsigned long long)n->set_lock_slept);
+			lim, locks,
+			*n->pod ? text_ns_name(n->name, n->pod_namespace, n->pod, pod, sizeof(pod))
+				: "-");
 	}
 }
 
 static int ns_width(const Semvisor__SetList *l)
 {
 	int w = 9; /* "NAMESPACE" */
+	char name[512];
 
 	for (size_t i = 0; i < l->n_sets; i++) {
-		int n = (int)strlen(l->sets[i]->ns);
+		const Semvisor__SetInfo *s = l->sets[i];
+		int n =
+		    (int)strlen(text_ns_name(s->ns, s->pod_namespace, s->pod, name, sizeof(name)));
 
 		if (n > w)
 			w = n;
@@ -253,9 +271,9 @@ void text_sets(FILE *f, const Semvisor__SetList *l)
 		const Semvisor__SetInfo *s = l->sets[i];
 
 		fprintf(f, "%-*s  0x%08x  %-10d  %-10s  %-5o  %-5u  %-19s  %s\n", w,
-			text_safe(s->ns, name, sizeof(name)), (uint32_t)s->key, s->id,
-			text_user_name(s->uid, owner, sizeof(owner)), s->mode & 0777, s->nsems,
-			text_fmt_time(s->otime, ot, sizeof(ot)),
+			text_ns_name(s->ns, s->pod_namespace, s->pod, name, sizeof(name)),
+			(uint32_t)s->key, s->id, text_user_name(s->uid, owner, sizeof(owner)),
+			s->mode & 0777, s->nsems, text_fmt_time(s->otime, ot, sizeof(ot)),
 			text_fmt_time(s->ctime, ct, sizeof(ct)));
 	}
 }
@@ -267,7 +285,11 @@ void text_set(FILE *f, const Semvisor__SetDetail *d)
 
 	if (!s)
 		return;
-	fprintf(f, "set %d in namespace %s\n", s->id, text_safe(s->ns, name, sizeof(name)));
+	fprintf(f, "set %d in namespace %s", s->id, text_safe(s->ns, name, sizeof(name)));
+	if (*s->pod)
+		fprintf(f, " (pod %s)",
+			text_ns_name(s->ns, s->pod_namespace, s->pod, name, sizeof(name)));
+	fputc('\n', f);
 	fprintf(f, "  key 0x%08x, %u semaphores, perms %03o\n", (uint32_t)s->key, s->nsems,
 		s->mode & 0777);
 	fprintf(f, "  owner %s:%s (uid %u, gid %u), creator %s:%s (uid %u, gid %u)\n",

@@ -457,6 +457,111 @@ Test(daemon_runc, metadata_names_namespace)
 	free(log);
 }
 
+/* The shipped profile (examples/kubernetes/), its listenerPath the test's daemon's. */
+static char *k8s_profile(const struct dh_daemon *d, const char *metadata)
+{
+	const char *src = dh_src("examples/kubernetes/seccomp-profile.json");
+	json_error_t je;
+	char *profile;
+	json_t *prof;
+
+	cr_assert(src, "examples/kubernetes/seccomp-profile.json not found");
+	prof = json_load_file(src, JSON_REJECT_DUPLICATES, &je);
+	cr_assert(prof, "%s: %s", src, je.text);
+	cr_assert_eq(json_object_set_new(prof, "listenerPath", json_string(d->sock)), 0);
+	if (metadata)
+		cr_assert_eq(json_object_set_new(prof, "listenerMetadata", json_string(metadata)),
+			     0);
+	profile = json_dumps(prof, JSON_INDENT(1));
+	json_decref(prof);
+	cr_assert(profile);
+	return profile;
+}
+
+/* The container's init, as `runc state` gives it. */
+static pid_t ct_init_pid(const struct ct *c)
+{
+	const char *argv[] = { "runc", "--root", runc_state, "state", c->id, NULL };
+	json_error_t je;
+	json_t *st;
+	char *out;
+	pid_t pid;
+
+	cr_assert_eq(dh_run(argv, 10000, &out), 0, "runc state %s:\n%s", c->id, out);
+	st = json_loads(out, 0, &je);
+	cr_assert(st && json_is_integer(json_object_get(st, "pid")), "runc state %s: %s", c->id,
+		  out);
+	pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	json_decref(st);
+	free(out);
+	return pid;
+}
+
+static char *ctl_out(const char *ctlpath, const char *cmd, const char *ns)
+{
+	const char *argv[] = { dh_bin("semvisorctl"), "--socket", ctlpath, cmd,
+			       ns ? "--ns" : NULL,    ns,	  NULL };
+	char *out;
+
+	cr_assert_eq(dh_run(argv, 10000, &out), 0, "semvisorctl %s:\n%s", cmd, out);
+	return out;
+}
+
+/* One pod container served by a daemon with a control socket, from start to its ping-pong's end. */
+struct pod_run {
+	char rootfs[PATH_MAX], sync[PATH_MAX], ready[PATH_MAX + 16];
+	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX];
+	struct dh_daemon d;
+	struct ct a;
+};
+
+/* Starts the daemon and container A with the shipped profile; returns once A holds KEY. */
+static void pod_start(struct pod_run *r, const char *metadata, const char *ann)
+{
+	const char *daemon_args[] = { r->ctl, NULL };
+	char args[512], *profile;
+
+	require_runc();
+	dh_setup();
+	snprintf(runc_state, sizeof(runc_state), "%s", dh_path("runc-state"));
+	snprintf(r->rootfs, sizeof(r->rootfs), "%s", dh_path("rootfs"));
+	snprintf(r->sync, sizeof(r->sync), "%s", dh_path("sync"));
+	snprintf(r->ready, sizeof(r->ready), "%s/ready", r->sync);
+	snprintf(r->ctlpath, sizeof(r->ctlpath), "%s", dh_path("ctl.sock"));
+	snprintf(r->ctl, sizeof(r->ctl), "--control-socket=%s", r->ctlpath);
+	cr_assert(mkdir(r->sync, 0755) == 0);
+	make_rootfs(r->rootfs, static_ct_sem());
+	dh_daemon_start(&r->d, "d", daemon_args);
+
+	profile = k8s_profile(&r->d, metadata);
+	ct_init(&r->a, "a");
+	snprintf(args, sizeof(args), "[\"/bin/ct-sem\", \"pingpong\", \"%s\", \"%d\", \"/sync\"]",
+		 KEY, ROUNDS);
+	write_config_ex(&r->a, r->rootfs, args, profile, ann, r->sync);
+	free(profile);
+	ct_start(&r->a);
+	ct_wait_ready(&r->a, r->ready, r->rootfs, &r->d);
+}
+
+/* Releases A, checks what it saw of its set, and stops the daemon; returns the daemon's log. */
+static char *pod_finish(struct pod_run *r)
+{
+	char *out;
+	int rc;
+
+	dh_write_file(dh_path("sync/release"), "go\n");
+	rc = ct_wait(&r->a, 30000);
+	dh_daemon_alive(&r->d);
+	out = dh_slurp(r->a.out);
+	cr_assert_eq(rc, 0, "container A: exit %d:\n%s\ndaemon log:\n%s", rc, out,
+		     dh_slurp(r->d.log));
+	check_a(out);
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&r->d), 0, "semvisord did not exit 0 on SIGTERM:\n%s",
+		     dh_slurp(r->d.log));
+	return dh_slurp(r->d.log);
+}
+
 /*
  * Kubernetes' way (examples/kubernetes/): the shipped profile, its listenerPath pointed at the
  * test's daemon, with listenerMetadata in lines as seccompagent writes it, and the annotations
@@ -471,73 +576,21 @@ Test(daemon_runc, kubernetes_example_profile)
 			  "\"io.kubernetes.cri.sandbox-name\": \"db-0\", "
 			  "\"io.kubernetes.cri.container-name\": \"postgres\", "
 			  "\"io.kubernetes.pod.name\": \"evil\\nline\"";
-	char rootfs[PATH_MAX], sync[PATH_MAX], args[512], ready[PATH_MAX + 16];
-	char ctl[PATH_MAX + 32], ctlpath[PATH_MAX], want[256], *profile, *out, *log;
-	const char *src = dh_src("examples/kubernetes/seccomp-profile.json");
-	const char *daemon_args[] = { ctl, NULL };
-	json_error_t je;
-	json_t *prof;
-	struct dh_daemon d;
-	struct ct a;
-	int rc;
+	struct pod_run r;
+	char want[256], *out, *log;
 
-	require_runc();
-	cr_assert(src, "examples/kubernetes/seccomp-profile.json not found");
-	dh_setup();
-	snprintf(runc_state, sizeof(runc_state), "%s", dh_path("runc-state"));
-	snprintf(rootfs, sizeof(rootfs), "%s", dh_path("rootfs"));
-	snprintf(sync, sizeof(sync), "%s", dh_path("sync"));
-	snprintf(ready, sizeof(ready), "%s/ready", sync);
-	snprintf(ctlpath, sizeof(ctlpath), "%s", dh_path("ctl.sock"));
-	snprintf(ctl, sizeof(ctl), "--control-socket=%s", ctlpath);
-	cr_assert(mkdir(sync, 0755) == 0);
-	make_rootfs(rootfs, static_ct_sem());
-	dh_daemon_start(&d, "d", daemon_args);
-
-	prof = json_load_file(src, JSON_REJECT_DUPLICATES, &je);
-	cr_assert(prof, "%s: %s", src, je.text);
-	cr_assert_eq(json_object_set_new(prof, "listenerPath", json_string(d.sock)), 0);
-	cr_assert_eq(json_object_set_new(prof, "listenerMetadata",
-					 json_string("MKDIR_TMPL=/tmp/{{.Namespace}}\n"
-						     "ns=semvisor-k8s-test\nMIDDLEWARE=a, b")),
-		     0);
-	profile = json_dumps(prof, JSON_INDENT(1));
-	json_decref(prof);
-	cr_assert(profile);
-
-	ct_init(&a, "a");
-	snprintf(args, sizeof(args), "[\"/bin/ct-sem\", \"pingpong\", \"%s\", \"%d\", \"/sync\"]",
-		 KEY, ROUNDS);
-	write_config_ex(&a, rootfs, args, profile, ann, sync);
-	free(profile);
-	ct_start(&a);
-	ct_wait_ready(&a, ready, rootfs, &d);
+	pod_start(&r, "MKDIR_TMPL=/tmp/{{.Namespace}}\nns=semvisor-k8s-test\nMIDDLEWARE=a, b", ann);
 	/* while it is served: listed by its names, not its id */
-	{
-		const char *argv[] = { dh_bin("semvisorctl"), "--socket", ctlpath, "clients",
-				       NULL };
-
-		cr_assert_eq(dh_run(argv, 10000, &out), 0, "semvisorctl clients:\n%s", out);
-		cr_assert(strstr(out, "default/db-0/postgres "), "not listed by its names:\n%s",
-			  out);
-		cr_assert(strstr(out, "semvisor-k8s-test"), "not in its namespace:\n%s", out);
-		cr_assert(!strstr(out, a.id), "listed by its id:\n%s", out);
-		free(out);
-	}
-	dh_write_file(dh_path("sync/release"), "go\n");
-	rc = ct_wait(&a, 30000);
-	dh_daemon_alive(&d);
-	out = dh_slurp(a.out);
-	cr_assert_eq(rc, 0, "container A: exit %d:\n%s\ndaemon log:\n%s", rc, out, dh_slurp(d.log));
-	check_a(out);
+	out = ctl_out(r.ctlpath, "clients", NULL);
+	cr_assert(strstr(out, "default/db-0/postgres "), "not listed by its names:\n%s", out);
+	cr_assert(strstr(out, "semvisor-k8s-test"), "not in its namespace:\n%s", out);
+	cr_assert(!strstr(out, r.a.id), "listed by its id:\n%s", out);
 	free(out);
 
-	cr_assert_eq(dh_daemon_stop(&d), 0, "semvisord did not exit 0 on SIGTERM:\n%s",
-		     dh_slurp(d.log));
-	log = dh_slurp(d.log);
+	log = pod_finish(&r);
 	/* the id is kept where people look a container up: the log */
 	snprintf(want, sizeof(want), "agent: serving default/db-0/postgres (container %s, pid ",
-		 a.id);
+		 r.a.id);
 	cr_assert(strstr(log, want), "the daemon did not log '%s':\n%s", want, log);
 	cr_assert(strstr(log, " in namespace semvisor-k8s-test"), "%s", log);
 	/* the hostile older annotation: ignored, named in the log, its value never shown */
@@ -545,4 +598,61 @@ Test(daemon_runc, kubernetes_example_profile)
 	cr_assert(!strstr(log, "evil"), "%s", log);
 	cr_assert(!strstr(log, "listenerMetadata:"), "other agents' lines were reported:\n%s", log);
 	free(log);
+}
+
+/*
+ * A pod's container served in its own IPC namespace (no ns= metadata): that namespace is known
+ * by the pod's names too. `ipcs` shows the container's set as default/db-0's and `--ns
+ * default/db-0` selects it; the metrics carry Kubernetes' labels (namespace, pod, container)
+ * beside ipc_namespace; `clients` names the IPC namespace the container is served in.
+ */
+Test(daemon_runc, kubernetes_pod_names)
+{
+	const char *ann = "\"io.kubernetes.cri.sandbox-namespace\": \"default\", "
+			  "\"io.kubernetes.cri.sandbox-name\": \"db-0\", "
+			  "\"io.kubernetes.cri.container-name\": \"postgres\"";
+	char ipcns[64], want[512], *out;
+	struct pod_run r;
+	const char *p;
+	int rc;
+
+	pod_start(&r, NULL, ann);
+	/* the container's IPC namespace, as the kernel names it: the daemon must say the same */
+	snprintf(want, sizeof(want), "/proc/%d/ns/ipc", (int)ct_init_pid(&r.a));
+	rc = (int)readlink(want, ipcns, sizeof(ipcns) - 1);
+	cr_assert(rc > 0, "%s: %s", want, strerror(errno));
+	ipcns[rc] = '\0';
+
+	out = ctl_out(r.ctlpath, "clients", NULL);
+	p = strstr(out, "default/db-0/postgres ");
+	cr_assert(p, "not listed by its names:\n%s", out);
+	cr_assert(strstr(p, ipcns), "its IPC namespace %s not named:\n%s", ipcns, out);
+	free(out);
+
+	out = ctl_out(r.ctlpath, "ipcs", NULL);
+	p = strstr(out, "\ndefault/db-0 ");
+	cr_assert(p, "its set is not shown as the pod's:\n%s", out);
+	cr_assert(strstr(p, KEY), "the pod's set is not %s:\n%s", KEY, out);
+	free(out);
+	out = ctl_out(r.ctlpath, "ipcs", "default/db-0");
+	cr_assert(strstr(out, KEY), "--ns default/db-0 does not select it:\n%s", out);
+	free(out);
+	out = ctl_out(r.ctlpath, "ipcs", ipcns);
+	cr_assert(strstr(out, KEY), "--ns %s does not select it:\n%s", ipcns, out);
+	free(out);
+
+	out = ctl_out(r.ctlpath, "metrics", NULL);
+	snprintf(want, sizeof(want),
+		 "semvisor_client_calls_total{client=\"default/db-0/postgres\","
+		 "ipc_namespace=\"%s\",namespace=\"default\",pod=\"db-0\",container=\"postgres\"} ",
+		 ipcns);
+	cr_assert(strstr(out, want), "no '%s' in:\n%s", want, out);
+	snprintf(want, sizeof(want),
+		 "semvisor_namespace_sets{ipc_namespace=\"%s\",namespace=\"default\","
+		 "pod=\"db-0\"} 1\n",
+		 ipcns);
+	cr_assert(strstr(out, want), "no '%s' in:\n%s", want, out);
+	free(out);
+
+	free(pod_finish(&r));
 }

@@ -217,6 +217,7 @@ bool ctl_may_read(const struct ctl_ctx *cx, const struct ctl_peer *peer,
 
 struct ns_ref {
 	char name[CTL_NS_NAME_MAX + 1];
+	struct nt_pod pod; /* its pod's names, for people ("" where none) */
 	struct sv_ns *ns;
 };
 
@@ -226,7 +227,7 @@ struct ns_list {
 };
 
 /* Under the supervisor's lock: take a reference, look inside later. */
-static int ns_collect(const char *name, struct sv_ns *ns, void *arg)
+static int ns_collect(const char *name, const struct nt_pod *pod, struct sv_ns *ns, void *arg)
 {
 	struct ns_list *l = arg;
 
@@ -240,6 +241,7 @@ static int ns_collect(const char *name, struct sv_ns *ns, void *arg)
 		l->cap = cap;
 	}
 	snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s", name);
+	l->v[l->n].pod = *pod;
 	sv_ns_get(ns);
 	l->v[l->n++].ns = ns;
 	return 0;
@@ -263,12 +265,25 @@ static void ns_list_get(struct ctl_ctx *cx, struct ns_list *l)
 	}
 }
 
+/* A namespace is named by its name or, where a pod's containers live in it, NAMESPACE/POD. */
+static bool ns_is(const struct ns_ref *r, const char *name)
+{
+	size_t len = strlen(r->pod.ns);
+
+	if (!strcmp(r->name, name))
+		return true;
+	return r->pod.pod[0] && !strncmp(name, r->pod.ns, len) && name[len] == '/' &&
+	       !strcmp(name + len + 1, r->pod.pod);
+}
+
 static int ns_find(const struct ns_list *l, const char *name)
 {
+	int found = -1;
+
 	for (int i = 0; i < l->n; i++)
-		if (!strcmp(l->v[i].name, name))
-			return i;
-	return -1;
+		if (ns_is(&l->v[i], name))
+			found = i; /* the newest, as nt_super_find_ns() */
+	return found;
 }
 
 static Semvisor__Limits *limits_msg(struct ctl_arena *a, const char *ns,
@@ -361,6 +376,8 @@ static void namespaces_into(struct ctl_ctx *cx, struct ctl_arena *a, Semvisor__S
 		semvisor__namespace__init(m);
 		sv_ns_info(l.v[i].ns, &info);
 		m->name = ctl_xstrdup(a, l.v[i].name);
+		m->pod_namespace = ctl_xstrdup(a, l.v[i].pod.ns);
+		m->pod = ctl_xstrdup(a, l.v[i].pod.pod);
 		m->limits = limits_msg(a, l.v[i].name, &info.limits);
 		m->nsets = (uint32_t)info.nsets;
 		m->nsems = (uint32_t)info.nsems;
@@ -388,6 +405,9 @@ static int client_collect(const struct nt_client_info *ci, void *arg)
 	m->ns_traps = ci->ns_traps;
 	m->calls = ci->calls;
 	m->parked = ci->parked > 0 ? (uint32_t)ci->parked : 0;
+	m->pod_namespace = ctl_xstrdup(cc->a, ci->pod.ns);
+	m->pod = ctl_xstrdup(cc->a, ci->pod.pod);
+	m->container = ctl_xstrdup(cc->a, ci->pod.container);
 	pv_push(&cc->pv, m);
 	return 0;
 }
@@ -501,12 +521,15 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 
 /* ---- sets ---- */
 
-static Semvisor__SetInfo *set_msg(struct ctl_arena *a, const char *ns, const struct sv_set_info *si)
+static Semvisor__SetInfo *set_msg(struct ctl_arena *a, const struct ns_ref *ns,
+				  const struct sv_set_info *si)
 {
 	Semvisor__SetInfo *m = ctl_xalloc(a, sizeof(*m));
 
 	semvisor__set_info__init(m);
-	m->ns = ctl_xstrdup(a, ns);
+	m->ns = ctl_xstrdup(a, ns->name);
+	m->pod_namespace = ctl_xstrdup(a, ns->pod.ns);
+	m->pod = ctl_xstrdup(a, ns->pod.pod);
 	m->id = si->id;
 	m->key = si->key;
 	m->uid = si->uid;
@@ -526,7 +549,7 @@ struct sets_ctx {
 	struct ctl_arena *a;
 	const struct ctl_ctx *cx;
 	const struct ctl_peer *peer;
-	const char *ns;
+	const struct ns_ref *ns;
 	struct ptrvec pv;
 };
 
@@ -567,10 +590,10 @@ static void answer_list_sets(struct ctl_ctx *cx, const struct ctl_peer *peer,
 	for (int i = 0; i < l.n; i++) {
 		size_t from = sc.pv.n;
 
-		if (*rq->ns && strcmp(rq->ns, l.v[i].name))
+		if (*rq->ns && !ns_is(&l.v[i], rq->ns))
 			continue;
 		found = true;
-		sc.ns = l.v[i].name;
+		sc.ns = &l.v[i];
 		sv_ns_for_each_set(l.v[i].ns, set_collect, &sc);
 		/* hash-table order means nothing to a reader: by id within each namespace */
 		qsort(sc.pv.v + from, sc.pv.n - from, sizeof(void *), set_by_id);
@@ -682,7 +705,7 @@ static void answer_show_set(struct ctl_ctx *cx, const struct ctl_peer *peer,
 	}
 	m = ctl_xalloc(a, sizeof(*m));
 	semvisor__set_detail__init(m);
-	m->set = set_msg(a, l.v[i].name, &info);
+	m->set = set_msg(a, &l.v[i], &info);
 	m->n_sems = (size_t)n;
 	m->sems = n ? ctl_xalloc(a, (size_t)n * sizeof(*m->sems)) : NULL;
 	for (int k = 0; k < n; k++) {

@@ -153,6 +153,7 @@ static void *receive(void *arg)
 	struct daemon *d = c->d;
 	struct ho_info info;
 	struct nt_listener_opts lo = { 0 };
+	struct nt_pod pod;
 	struct ho_meta meta;
 	char err[256], name[HO_CLIENT_NAME_MAX];
 	int listener, rc;
@@ -177,6 +178,10 @@ static void *receive(void *arg)
 	if (meta.note[0])
 		dlog(d, "agent: %s: listenerMetadata: %s", name, meta.note);
 	lo.name = name;
+	snprintf(pod.ns, sizeof(pod.ns), "%s", info.pod_ns);
+	snprintf(pod.pod, sizeof(pod.pod), "%s", info.pod);
+	snprintf(pod.container, sizeof(pod.container), "%s", info.container);
+	lo.pod = &pod;
 	lo.ns_traps = meta.ns_traps;
 	if (c->peer.uid == 0 && meta.ns_bad) {
 		dlog(d, "agent: %s refused: its ns= entry is malformed", name);

@@ -14,7 +14,7 @@
 #include "notify/super.h"
 
 struct ns_walk {
-	int (*fn)(const char *name, struct sv_ns *ns, void *arg);
+	int (*fn)(const char *name, const struct nt_pod *pod, struct sv_ns *ns, void *arg);
 	void *arg;
 };
 
@@ -22,11 +22,13 @@ static int ns_visit(struct nt_ns *n, void *arg)
 {
 	struct ns_walk *w = arg;
 
-	return w->fn(n->name, n->ns, w->arg);
+	return w->fn(n->name, &n->pod, n->ns, w->arg);
 }
 
 int nt_super_for_each_ns(struct nt_super *s,
-			 int (*fn)(const char *name, struct sv_ns *ns, void *arg), void *arg)
+			 int (*fn)(const char *name, const struct nt_pod *pod, struct sv_ns *ns,
+				   void *arg),
+			 void *arg)
 {
 	struct ns_walk w = { fn, arg };
 
@@ -46,10 +48,14 @@ int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_clien
 			.calls = atomic_load_explicit(&l->calls, memory_order_relaxed),
 			.parked = atomic_load_explicit(&l->parked, memory_order_relaxed),
 		};
+		uint64_t ino = atomic_load_explicit(&l->ipc_ino, memory_order_relaxed);
 
 		snprintf(info.name, sizeof(info.name), "%s", l->name);
+		info.pod = l->pod;
 		if (l->fixed_ns)
 			snprintf(info.ns, sizeof(info.ns), "%s", l->fixed_ns->name);
+		else if (ino)
+			snprintf(info.ns, sizeof(info.ns), "ipc:[%llu]", (unsigned long long)ino);
 		ret = fn(&info, arg);
 		if (ret)
 			break;

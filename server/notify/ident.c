@@ -233,6 +233,11 @@ static void thread_enters(struct nt_ident *id, struct sv_wakeq *wq)
 	}
 	nt_ns_get(n); /* the record's; it takes the lookup's count */
 	thr->ns = n;
+	/* a new thread record or a namespace change: rare, so the names are noted here */
+	if (n->kid.ino)
+		atomic_store_explicit(&id->l->ipc_ino, n->kid.ino, memory_order_relaxed);
+	if (id->l->pod.pod[0])
+		nsreg_label(&id->s->reg, n, &id->l->pod);
 	if (old) {
 		nsreg_leave(&id->s->reg, old, wq);
 		nt_ns_put(old);

@@ -45,6 +45,8 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	l->super = s;
 	l->ns_traps = opts && opts->ns_traps;
 	snprintf(l->name, sizeof(l->name), "%s", opts && opts->name ? opts->name : "listener");
+	if (opts && opts->pod)
+		l->pod = *opts->pod;
 	if (opts && opts->ns_name) {
 		l->fixed_ns = nsreg_named(&s->reg, opts->ns_name);
 		if (!l->fixed_ns) {

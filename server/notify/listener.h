@@ -13,6 +13,7 @@
 #include <urcu/list.h>
 
 #include "notify/events.h"
+#include "notify/notify.h"
 #include "notify/transport.h"
 
 struct nt_super;
@@ -42,7 +43,11 @@ struct nt_listener {
 	struct cds_list_head bulk_node; /* s->bulk_queue while queued there, under s->bulk_lock */
 	atomic_uint_fast64_t calls;	/* notifications received */
 	atomic_int parked;		/* its calls on s->parked now */
-	char name[384];			/* fits handoff/msg.h's HO_CLIENT_NAME_MAX */
+	/* the inode of the IPC namespace a new thread of it was last seen in (0: none yet),
+	   for `semvisorctl clients`: a container's calls are all served in one */
+	atomic_uint_fast64_t ipc_ino;
+	char name[384]; /* fits handoff/msg.h's HO_CLIENT_NAME_MAX */
+	struct nt_pod pod;
 };
 
 /*

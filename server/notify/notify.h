@@ -34,12 +34,24 @@ struct nt_config {
 	bool bulk_lane;			/* heavy listeners get a lane of their own (super.c) */
 };
 
+/*
+ * Kubernetes' names for a client, from its runtime's CRI annotations (handoff/msg.h): for
+ * people to read in the clients, sets and metrics it shows up in; nothing is decided by them.
+ * Each "" where absent.
+ */
+struct nt_pod {
+	char ns[64];	    /* the pod's Kubernetes namespace (a DNS label) */
+	char pod[254];	    /* a DNS subdomain */
+	char container[64]; /* a DNS label; "" in a namespace's names */
+};
+
 struct nt_listener_opts {
-	const char *name;    /* for logs: "pid 1234", a container id, ... */
-	bool ns_traps;	     /* its filter traps unshare/setns (filter.h), so a thread's
+	const char *name;	  /* for logs: "pid 1234", a container id, ... */
+	const struct nt_pod *pod; /* or NULL */
+	bool ns_traps;		  /* its filter traps unshare/setns (filter.h), so a thread's
 				namespaces may be kept between calls; otherwise the IPC namespace
 				is read on every call. Never a matter of privilege (ident.h). */
-	const char *ns_name; /* non-NULL: serve it from this named namespace instead of one
+	const char *ns_name;	  /* non-NULL: serve it from this named namespace instead of one
 				   per IPC namespace */
 };
 
@@ -98,14 +110,20 @@ void nt_super_free(struct nt_super *s);
 
 void nt_super_stats(struct nt_super *s, struct nt_stats *out);
 int nt_super_nlisteners(struct nt_super *s);
-/* The engine namespaces in use (for the control socket). fn returns non-zero to stop. */
+/* The engine namespaces in use (for the control socket), with the names of the pod whose
+   containers were served in it first (for a namespace not named). fn returns non-zero to
+   stop. */
 int nt_super_for_each_ns(struct nt_super *s,
-			 int (*fn)(const char *name, struct sv_ns *ns, void *arg), void *arg);
+			 int (*fn)(const char *name, const struct nt_pod *pod, struct sv_ns *ns,
+				   void *arg),
+			 void *arg);
 
 /* A client: one listener (a semvisor-run program tree, a container). */
 struct nt_client_info {
 	char name[384]; /* fits handoff/msg.h's HO_CLIENT_NAME_MAX */
-	char ns[64];	/* its fixed namespace, or "" for one per IPC namespace */
+	char ns[64];	/* its fixed namespace, else the IPC namespace a new thread of it was
+			   last seen in ("" before its first call) */
+	struct nt_pod pod;
 	bool ns_traps;
 	uint64_t calls; /* notifications received through it */
 	int parked;	/* its calls waiting now */
@@ -115,8 +133,8 @@ int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_clien
 			     void *arg);
 /* Zero every counter: the workers', the namespaces' per-set and per-semaphore ones. */
 void nt_super_reset_stats(struct nt_super *s);
-/* The engine namespace of that name (as nt_super_for_each_ns() names them), with a reference
-   (sv_ns_put() it), or NULL. */
+/* The engine namespace of that name (as nt_super_for_each_ns() names them, or
+   "NAMESPACE/POD" as its pod is named), with a reference (sv_ns_put() it), or NULL. */
 struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name);
 /* Remove a set as an administrator; its waiters get EIDRM. 0, -ENOENT (no such namespace),
    -EINVAL (no such set). */

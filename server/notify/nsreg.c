@@ -281,6 +281,25 @@ static struct nt_ns *find_named(struct nsreg *r, const char *name)
 	return NULL;
 }
 
+void nsreg_label(struct nsreg *r, struct nt_ns *n, const struct nt_pod *pod)
+{
+	xlock(&r->lock);
+	if (n->kid.ino && !n->persistent && n != r->full && !n->pod.pod[0] && pod->pod[0]) {
+		snprintf(n->pod.ns, sizeof(n->pod.ns), "%s", pod->ns);
+		snprintf(n->pod.pod, sizeof(n->pod.pod), "%s", pod->pod);
+	}
+	xunlock(&r->lock);
+}
+
+/* caller holds r->lock */
+static bool pod_is(const struct nt_ns *n, const char *name)
+{
+	size_t len = strlen(n->pod.ns);
+
+	return n->pod.pod[0] && !strncmp(name, n->pod.ns, len) && name[len] == '/' &&
+	       !strcmp(name + len + 1, n->pod.pod);
+}
+
 struct nt_ns *nsreg_named(struct nsreg *r, const char *name)
 {
 	struct nt_ns *n, *drop;
@@ -493,7 +512,7 @@ struct nt_ns *nsreg_find(struct nsreg *r, const char *name)
 
 	xlock(&r->lock);
 	cds_list_for_each_entry(n, &r->namespaces, node)
-		if (!strcmp(n->name, name))
+		if (!strcmp(n->name, name) || pod_is(n, name))
 			found = n; /* the newest wins: an older one of that name is about to end */
 	if (found)
 		nt_ns_get(found);

@@ -55,6 +55,7 @@
 #include <urcu/list.h>
 
 #include "engine/sem.h"
+#include "notify/notify.h"
 #include "notify/target.h"
 
 struct nt_ns {
@@ -71,6 +72,11 @@ struct nt_ns {
 	int nthreads;		  /* confined threads known to be in it now; under reg->lock */
 	bool listed;		  /* in reg->namespaces: not found dead yet; under reg->lock */
 	bool persistent;	  /* named, or the supervisor's own: ends with the supervisor */
+	/*
+	 * The pod whose containers were served in it first (nsreg_label), for people to read:
+	 * a pod's containers share its IPC namespace. Under reg->lock; set once.
+	 */
+	struct nt_pod pod;
 	/*
 	 * The user namespaces from the one owning this IPC namespace up to the root, with their
 	 * owners: where a capability counts for IPC_OWNER and SYS_ADMIN here (ident.c). Read once;
@@ -129,6 +135,13 @@ void nsreg_fini(struct nsreg *r);
  * looked at before the list.
  */
 struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint);
+/*
+ * Name n after a pod served in it (nt_pod.container is not kept), unless it has a name, a
+ * pod's already, or is not a pod's own kernel namespace (named, the supervisor's own, which a
+ * hostIPC pod shares with the host, or the stand-in for those over the budget). The first pod wins: another pod's containers cannot be in it natively
+ * (a pod's sandbox makes its IPC namespace), and nothing is decided by the name.
+ */
+void nsreg_label(struct nsreg *r, struct nt_ns *n, const struct nt_pod *pod);
 /* A named namespace (created on first use), with a reference. NULL when out of memory. */
 struct nt_ns *nsreg_named(struct nsreg *r, const char *name);
 void nt_ns_get(struct nt_ns *n);
@@ -163,7 +176,8 @@ void nt_userns_put(struct nt_userns *u);
 
 /* Control plane: fn for every listed namespace, under reg->lock (fn must not call back). */
 int nsreg_for_each(struct nsreg *r, int (*fn)(struct nt_ns *n, void *arg), void *arg);
-/* The listed namespace of that name (the newest if two share it), with a reference; or NULL. */
+/* The listed namespace of that name or pod ("NAMESPACE/POD"; the newest if two share it),
+   with a reference; or NULL. */
 struct nt_ns *nsreg_find(struct nsreg *r, const char *name);
 /* New limits for every listed namespace and those to come. */
 void nsreg_set_limits(struct nsreg *r, const struct sv_limits *lim);
