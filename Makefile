@@ -149,9 +149,11 @@ $(O)/semvisor-run: $(patsubst %.c,$(O)/%.o,$(RUN_SRC)) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 $(O)/semvisord: $(patsubst %.c,$(O)/%.o,$(DAEMON_SRC)) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lsystemd
-# semvisorctl shares only the protocol's framing with the server (ctl_frame.h): it links that file
-# and the generated messages, not the server library and its libraries; --json adds jansson.
-CTL_LIB_OBJ = $(O)/server/control/ctl_frame.o $(PROTO_C:.c=.o)
+# semvisorctl shares only the protocol's framing and the metrics' text with the server: it links
+# those files and the generated messages, not the server library and its libraries; --json adds
+# jansson.
+CTL_LIB_OBJ = $(O)/server/control/ctl_frame.o $(O)/server/control/ctl_metrics.o \
+              $(O)/server/util/utf8.o $(PROTO_C:.c=.o)
 $(O)/semvisorctl: $(patsubst %.c,$(O)/%.o,$(CTL_SRC)) $(CTL_LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_PROTO) $(LIBS_JSON)
 
@@ -199,7 +201,8 @@ $(O)/demo/%: $(O)/demo/%.o $(LIB)
 # ---- run, test, verify ---------------------------------------------------------------------
 DEPS_PKGS = build-essential pkg-config libseccomp-dev libev-dev liburcu-dev libprotobuf-c-dev \
             libjansson-dev protobuf-c-compiler libcriterion-dev libsystemd-dev clang libclang-rt-14-dev \
-            spin gnuplot-nox runc busybox-static systemd iproute2 util-linux python3-yaml
+            spin gnuplot-nox runc busybox-static systemd iproute2 util-linux python3-yaml \
+            prometheus
 
 deps:
 	@missing=$$(for p in $(DEPS_PKGS); do \

@@ -12,6 +12,8 @@
 #include <stdio.h>
 
 #include "control/ctl_frame.h"
+#include "control/ctl_metrics.h"
+#include "util/utf8.h"
 
 /* Exit status, documented in semvisorctl --help. */
 enum {
@@ -78,9 +80,6 @@ void text_clients(FILE *f, Semvisor__Client *const *c, size_t n);
 
 /* ---- json.c ---- */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
-int utf8_len(const unsigned char *s);
-
 /* Print doc (consumed) compact on one line; exits if it is NULL (json_pack ran out of memory). */
 void json_print(FILE *f, json_t *doc);
 
@@ -89,10 +88,6 @@ void json_sets(FILE *f, const Semvisor__SetList *l);
 void json_set(FILE *f, const Semvisor__SetDetail *d);
 void json_clients(FILE *f, Semvisor__Client *const *c, size_t n);
 void json_limits(FILE *f, const Semvisor__Limits *l);
-
-/* ---- metrics.c ---- */
-
-void metrics_print(FILE *f, const Semvisor__Stats *s);
 
 /* ---- top.c ---- */
 

@@ -113,7 +113,7 @@ static int cmd_metrics(struct ctx *c)
 
 	if (rc)
 		return rc;
-	metrics_print(stdout, rep->stats);
+	ctl_metrics_print(stdout, rep->stats);
 	ctl_reply_free(rep);
 	return EX_OK;
 }

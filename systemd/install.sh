@@ -9,7 +9,8 @@ here=$(dirname "$0")
 
 if [ "${1:-}" = --uninstall ]; then
 	rm -f "$DESTDIR$UNITDIR/semvisord.service" "$DESTDIR$UNITDIR/semvisord.socket" \
-		"$DESTDIR$UNITDIR/semvisord-control.socket" "$DESTDIR$UNITDIR/semvisor-metrics.service" \
+		"$DESTDIR$UNITDIR/semvisord-control.socket" "$DESTDIR$UNITDIR/semvisord-metrics.socket" \
+		"$DESTDIR$UNITDIR/semvisor-metrics.service" \
 		"$DESTDIR$UNITDIR/semvisor-metrics.timer" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf" \
 		"$DESTDIR$PREFIX/lib/sysusers.d/semvisor.conf"
 	exit 0
@@ -22,7 +23,9 @@ chmod 0644 "$DESTDIR$UNITDIR/semvisord.service"
 sed "s|@BINDIR@|$PREFIX/bin|g" "$here/semvisor-metrics.service" >"$DESTDIR$UNITDIR/semvisor-metrics.service"
 chmod 0644 "$DESTDIR$UNITDIR/semvisor-metrics.service"
 install -m 0644 "$here/semvisor-metrics.timer" "$DESTDIR$UNITDIR/"
-install -m 0644 "$here/semvisord.socket" "$here/semvisord-control.socket" "$DESTDIR$UNITDIR/"
+# The metrics port is installed, not enabled: systemctl enable --now semvisord-metrics.socket
+install -m 0644 "$here/semvisord.socket" "$here/semvisord-control.socket" \
+	"$here/semvisord-metrics.socket" "$DESTDIR$UNITDIR/"
 install -m 0644 "$here/semvisor.conf" "$DESTDIR$PREFIX/lib/tmpfiles.d/semvisor.conf"
 install -d "$DESTDIR$PREFIX/lib/sysusers.d"
 install -m 0644 "$here/semvisor.sysusers" "$DESTDIR$PREFIX/lib/sysusers.d/semvisor.conf"

@@ -568,6 +568,25 @@ static inline const char *const *dh_prog_argv(struct dh_cmd *c, const char *sock
 		       30000, (out));                                                              \
 	})
 
+/* Run daemon-sem ARGS inside pid's IPC namespace (nsenter), under the daemon at sock. */
+static inline int dh_sem_in_ns(pid_t pid, const char *sock, char **out, const char *const *args)
+{
+	struct dh_cmd c;
+	const char *argv[24];
+	char target[32];
+	int n = 0;
+
+	snprintf(target, sizeof(target), "--target=%d", (int)pid);
+	argv[n++] = "nsenter";
+	argv[n++] = target;
+	argv[n++] = "--ipc";
+	argv[n++] = "--";
+	for (const char *const *a = dh_prog_argv(&c, sock, "daemon-sem", args); *a && n < 23; a++)
+		argv[n++] = *a;
+	argv[n] = NULL;
+	return dh_run(argv, 30000, out);
+}
+
 /* Skip unless setpriv(1) can run semvisor-run as user 1000 (tenants of other users). */
 static inline void dh_need_setpriv(void)
 {
@@ -620,6 +639,17 @@ static inline void dh_cleanup(void)
 	if (dh_dir[0] && !getenv("DH_KEEP"))
 		nftw(dh_dir, dh_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	dh_dir[0] = '\0';
+}
+
+/* pid's IPC namespace as the daemon names it (and the kernel: readlink /proc/PID/ns/ipc). */
+static inline void dh_ns_name(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)pid);
+	cr_assert_eq(stat(path, &sb), 0, "%s: %s", path, strerror(errno));
+	snprintf(buf, len, "ipc:[%llu]", (unsigned long long)sb.st_ino);
 }
 
 /* A temporary directory and, with ipc_ns, a fresh IPC namespace for this test's process. */

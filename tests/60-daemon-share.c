@@ -166,36 +166,6 @@ Test(daemon_share, no_daemon)
 	check_no_daemon(d.sock, "stopped daemon");
 }
 
-/* "ipc:[INODE]" of a process's IPC namespace. */
-static void ns_name(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	struct stat sb;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)pid);
-	cr_assert_eq(stat(path, &sb), 0, "%s: %s", path, strerror(errno));
-	snprintf(buf, len, "ipc:[%llu]", (unsigned long long)sb.st_ino);
-}
-
-/* Run daemon-sem ARGS inside pid's IPC namespace (nsenter), under the daemon at sock. */
-static int in_ns(pid_t pid, const char *sock, char **out, const char *const *args)
-{
-	struct dh_cmd c;
-	const char *argv[24];
-	char target[32];
-	int n = 0;
-
-	snprintf(target, sizeof(target), "--target=%d", (int)pid);
-	argv[n++] = "nsenter";
-	argv[n++] = target;
-	argv[n++] = "--ipc";
-	argv[n++] = "--";
-	for (const char *const *a = dh_prog_argv(&c, sock, "daemon-sem", args); *a && n < 23; a++)
-		argv[n++] = *a;
-	argv[n] = NULL;
-	return dh_run(argv, 30000, out);
-}
-
 /*
  * A pod: its IPC namespace is held by a process the daemon does not serve (the pause
  * container), and served containers come and go in it. The sets live as long as the namespace
@@ -218,19 +188,20 @@ Test(daemon_share, namespace_outlives_its_clients)
 	for (int i = 0; i < 200; i++) {
 		char mine[64];
 
-		ns_name(holder, name, sizeof(name));
-		ns_name(getpid(), mine, sizeof(mine));
+		dh_ns_name(holder, name, sizeof(name));
+		dh_ns_name(getpid(), mine, sizeof(mine));
 		if (strcmp(name, mine))
 			break;
 		dh_sleep_ms(5);
 	}
 
-	rc = in_ns(holder, d.sock, &out, (const char *const[]){ "post", "0x1111", "77", NULL });
+	rc = dh_sem_in_ns(holder, d.sock, &out,
+			  (const char *const[]){ "post", "0x1111", "77", NULL });
 	cr_assert_eq(rc, 0, "the first client:\n%s", out);
 	free(out);
 	/* no served client in it now: long enough for the daemon to look at it */
 	dh_sleep_ms(1500);
-	rc = in_ns(holder, d.sock, &out, (const char *const[]){ "show", "0x1111", NULL });
+	rc = dh_sem_in_ns(holder, d.sock, &out, (const char *const[]){ "show", "0x1111", NULL });
 	cr_assert_eq(rc, 0, "the second client found nothing:\n%s", out);
 	cr_assert(strstr(out, "show: nsems 1 uid 0 vals 77\n"), "the set changed:\n%s", out);
 	free(out);

@@ -94,8 +94,9 @@ Test(daemon_systemd, units_verify)
 	char prefix[256], dest[256], unitdir[600], sbin[300], cmd[2 * PATH_MAX], path[700], *out,
 	    *text;
 	const char *install = dh_src("systemd/install.sh");
-	const char *units[] = { "semvisord.service", "semvisord.socket", "semvisord-control.socket",
-				"semvisor-metrics.service", "semvisor-metrics.timer" };
+	const char *units[] = { "semvisord.service",	    "semvisord.socket",
+				"semvisord-control.socket", "semvisor-metrics.service",
+				"semvisor-metrics.timer",   "semvisord-metrics.socket" };
 	int rc;
 
 	dh_setup_ns(false);
@@ -138,10 +139,15 @@ Test(daemon_systemd, units_verify)
 	text = dh_slurp(path);
 	cr_assert(strstr(text, "\nFileDescriptorName=control\n"), "%s", text);
 	free(text);
+	snprintf(path, sizeof(path), "%s/semvisord-metrics.socket", unitdir);
+	text = dh_slurp(path);
+	cr_assert(strstr(text, "\nFileDescriptorName=metrics\n"), "%s", text);
+	free(text);
 
 	/* verify: exit 0 and not a word about our units */
-	snprintf(cmd, sizeof(cmd), "cd %s && systemd-analyze verify %s %s %s %s %s >%s 2>&1",
-		 unitdir, units[0], units[1], units[2], units[3], units[4], dh_path("verify.log"));
+	snprintf(cmd, sizeof(cmd), "cd %s && systemd-analyze verify %s %s %s %s %s %s >%s 2>&1",
+		 unitdir, units[0], units[1], units[2], units[3], units[4], units[5],
+		 dh_path("verify.log"));
 	rc = system(cmd);
 	out = dh_slurp(dh_path("verify.log"));
 	cr_assert(rc == 0 && !strstr(out, "semvisor"), "systemd-analyze verify (exit %d):\n%s",

@@ -676,34 +676,6 @@ static int adopt_fd(struct ctl_server *srv, char *err, size_t errlen)
 	return 0;
 }
 
-/*
- * What an unmapped uid or gid reads as here: the kernel's setting, 65534 unless changed; or,
- * in the initial user namespace, where every id is mapped and 65534 is a real user (nobody,
- * who reads its own sets natively), an id no one has.
- */
-static unsigned read_overflow_id(const char *path, const char *map)
-{
-	FILE *f = fopen(map, "re");
-	unsigned v = 65534, inside, outside, count;
-	int lines = 0;
-
-	if (f) {
-		while (fscanf(f, "%u %u %u", &inside, &outside, &count) == 3)
-			lines++;
-		fclose(f);
-		if (lines == 1 && inside == 0 && outside == 0 && count == 4294967295u)
-			return (unsigned)-1;
-	}
-	f = fopen(path, "re");
-
-	if (f) {
-		if (fscanf(f, "%u", &v) != 1)
-			v = 65534;
-		fclose(f);
-	}
-	return v;
-}
-
 static void server_free(struct ctl_server *srv)
 {
 	for (int i = 0; i < srv->nconns; i++)
@@ -756,13 +728,7 @@ struct ctl_server *ctl_server_start(struct nt_super *s, const struct ctl_opts *o
 		srv->o.idle_ms = CTL_IDLE_MS;
 	srv->idle_ns = (int64_t)srv->o.idle_ms * MS;
 	srv->max_total = srv->o.max_conns + CTL_ADMIN_RESERVE;
-	srv->cx.super = s;
-	srv->cx.log = opts->log;
-	srv->cx.started_ns = srv->cx.reset_ns = ctl_now_ns();
-	srv->cx.overflow_uid =
-	    (uid_t)read_overflow_id("/proc/sys/kernel/overflowuid", "/proc/self/uid_map");
-	srv->cx.overflow_gid =
-	    (gid_t)read_overflow_id("/proc/sys/kernel/overflowgid", "/proc/self/gid_map");
+	ctl_ctx_init(&srv->cx, s, opts->log);
 
 	srv->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);

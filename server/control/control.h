@@ -96,4 +96,26 @@ struct ctl_server *ctl_server_start(struct nt_super *s, const struct ctl_opts *o
  */
 void ctl_server_stop(struct ctl_server *srv);
 
+/*
+ * The metrics over HTTP (ctl_http.c): GET /metrics on a TCP socket answers what `semvisorctl
+ * metrics` prints. Read-only: no request changes anything, and what is served is a Stats
+ * snapshot, which holds no set's values. Its own thread, like the control server's.
+ */
+struct ctl_http_opts {
+	const char *listen; /* "HOST:PORT", "[V6]:PORT" or ":PORT"; port 0: the kernel picks */
+	int listen_fd;	    /* >= 0: serve this listening socket instead (systemd's); owned */
+	int timeout_ms;	    /* a connection's whole exchange; 0: 10 s */
+	FILE *log;
+};
+
+struct ctl_http;
+
+/* Start it; NULL with a sentence in err when the socket cannot be set up. */
+struct ctl_http *ctl_http_start(struct nt_super *s, const struct ctl_http_opts *o, char *err,
+				size_t errlen);
+/* Where it listens, as "127.0.0.1:9479" or "[::1]:9479". */
+const char *ctl_http_where(const struct ctl_http *h);
+/* Stop the thread, close every connection and the socket. NULL is allowed. */
+void ctl_http_stop(struct ctl_http *h);
+
 #endif

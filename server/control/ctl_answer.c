@@ -141,6 +141,46 @@ int64_t ctl_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * What an unmapped uid or gid reads as here: the kernel's setting, 65534 unless changed; or,
+ * in the initial user namespace, where every id is mapped and 65534 is a real user (nobody,
+ * who reads its own sets natively), an id no one has.
+ */
+static unsigned read_overflow_id(const char *path, const char *map)
+{
+	FILE *f = fopen(map, "re");
+	unsigned v = 65534, inside, outside, count;
+	int lines = 0;
+
+	if (f) {
+		while (fscanf(f, "%u %u %u", &inside, &outside, &count) == 3)
+			lines++;
+		fclose(f);
+		if (lines == 1 && inside == 0 && outside == 0 && count == 4294967295u)
+			return (unsigned)-1;
+	}
+	f = fopen(path, "re");
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 65534;
+		fclose(f);
+	}
+	return v;
+}
+
+void ctl_ctx_init(struct ctl_ctx *cx, struct nt_super *s, FILE *log)
+{
+	memset(cx, 0, sizeof(*cx));
+	cx->super = s;
+	cx->log = log;
+	cx->started_ns = cx->reset_ns = ctl_now_ns();
+	cx->overflow_uid =
+	    (uid_t)read_overflow_id("/proc/sys/kernel/overflowuid", "/proc/self/uid_map");
+	cx->overflow_gid =
+	    (gid_t)read_overflow_id("/proc/sys/kernel/overflowgid", "/proc/self/gid_map");
+}
+
 void ctl_reply_error(Semvisor__Reply *reply, struct ctl_arena *a, int status, const char *why)
 {
 	reply->status = (Semvisor__Status)status;

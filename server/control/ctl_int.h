@@ -56,6 +56,9 @@ struct ctl_peer {
 
 int64_t ctl_now_ns(void);
 
+/* A context for s: counters since now, the overflow ids of our user namespace. */
+void ctl_ctx_init(struct ctl_ctx *cx, struct nt_super *s, FILE *log);
+
 /* May peer read the values of the set described by si (ctl_answer.c says why this rule)? */
 bool ctl_may_read(const struct ctl_ctx *cx, const struct ctl_peer *peer,
 		  const struct sv_set_info *si);

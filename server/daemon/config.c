@@ -15,6 +15,7 @@ void cfg_defaults(struct cfg *c)
 	c->agent_mode = 0660;
 	snprintf(c->control_path, sizeof(c->control_path), "%s", CFG_DEFAULT_CONTROL);
 	c->control_mode = 0660;
+	c->metrics_timeout_ms = 10000;
 	c->ns_policy = CFG_NS_PER_IPC;
 	c->max_clients = 4096;
 	c->budget = (struct sv_budget_limits){
@@ -126,6 +127,18 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 		if (!copy_str(c->control_group, sizeof(c->control_group), v))
 			return 0;
 		snprintf(err, errlen, "control_socket_group is too long");
+	} else if (!strcmp(key, "metrics_listen")) {
+		if (!copy_str(c->metrics_listen, sizeof(c->metrics_listen), v) &&
+		    (!v[0] || strrchr(v, ':')))
+			return 0;
+		snprintf(err, errlen,
+			 "metrics_listen wants HOST:PORT, [IPV6]:PORT or :PORT (or nothing: none)");
+	} else if (!strcmp(key, "metrics_timeout_ms")) {
+		if (!parse_int(v, 100, 600000, &n)) {
+			c->metrics_timeout_ms = (int)n;
+			return 0;
+		}
+		snprintf(err, errlen, "metrics_timeout_ms wants a number from 100 to 600000");
 	} else if (!strcmp(key, "workers")) {
 		if (!parse_int(v, 0, 1024, &n)) {
 			c->workers = (int)n;

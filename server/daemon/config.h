@@ -30,7 +30,9 @@ struct cfg {
 	char control_path[108]; /* "" : no control socket */
 	mode_t control_mode;
 	char control_group[64];
-	int workers; /* 0: the default (1) */
+	char metrics_listen[128]; /* "" : no metrics over HTTP (unless systemd passes a socket) */
+	int metrics_timeout_ms;	  /* one HTTP exchange, accept to answer sent */
+	int workers;		  /* 0: the default (1) */
 	bool have_limits;
 	struct sv_limits limits;
 	enum cfg_ns_policy ns_policy;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * semvisord's control socket: systemd's, or one at control_path; none if both are absent. What
- * is served on it is server/control/'s business; this file only picks the socket and starts it.
+ * semvisord's control socket and metrics endpoint: systemd's sockets ("control", "metrics"), or
+ * control_path and metrics_listen; none where both are absent. What is served on them is
+ * server/control/'s business; this file only picks the sockets and starts the servers.
  */
 #include <errno.h>
 #include <grp.h>
@@ -37,4 +38,23 @@ void ctlsock_detach(struct daemon *d)
 {
 	ctl_server_stop(d->ctl);
 	d->ctl = NULL;
+}
+
+int metrics_attach(struct daemon *d, char *err, size_t errlen)
+{
+	struct ctl_http_opts o = { .listen = d->cfg.metrics_listen,
+				   .listen_fd = systemd_socket("metrics"),
+				   .timeout_ms = d->cfg.metrics_timeout_ms,
+				   .log = stderr };
+
+	if (o.listen_fd < 0 && !d->cfg.metrics_listen[0])
+		return 0;
+	d->metrics = ctl_http_start(d->super, &o, err, errlen);
+	return d->metrics ? 0 : -EINVAL;
+}
+
+void metrics_detach(struct daemon *d)
+{
+	ctl_http_stop(d->metrics);
+	d->metrics = NULL;
 }

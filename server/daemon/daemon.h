@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * semvisord's parts: main.c (setup, signals, systemd), agent.c (the agent socket), ctlsock.c
- * (attaching the control server of server/control/ to the configured socket).
+ * (attaching the control server and the metrics endpoint of server/control/ to the configured
+ * sockets).
  */
 #ifndef SV_DAEMON_H
 #define SV_DAEMON_H
@@ -29,6 +30,7 @@ struct daemon {
 	bool agent_bound; /* we created the socket file (agent_sock), so we remove it */
 	struct usock agent_sock;
 	struct ctl_server *ctl;
+	struct ctl_http *metrics;
 };
 
 /* Log a line on stderr (the journal under systemd). Thread-safe. */
@@ -52,5 +54,9 @@ int systemd_socket(const char *name);
  */
 int ctlsock_attach(struct daemon *d, char *err, size_t errlen);
 void ctlsock_detach(struct daemon *d);
+
+/* The metrics over HTTP (metrics_listen, or systemd's "metrics" socket), if either is there. */
+int metrics_attach(struct daemon *d, char *err, size_t errlen);
+void metrics_detach(struct daemon *d);
 
 #endif

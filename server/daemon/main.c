@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control/control.h"
 #include "daemon/daemon.h"
 #include "lock/xpthread.h"
 #include "util/usock.h"
@@ -75,6 +76,10 @@ static void usage(FILE *f)
 		"                             (default " CFG_DEFAULT_AGENT ")\n"
 		"      --control-socket=PATH  the control socket for semvisorctl\n"
 		"                             (default " CFG_DEFAULT_CONTROL "; empty: none)\n"
+		"      --metrics-listen=HOST:PORT\n"
+		"                             serve GET /metrics (Prometheus text format) over\n"
+		"                             HTTP there, read-only ([IPV6]:PORT; :PORT for\n"
+		"                             every address; default: none)\n"
 		"      --workers=N            worker threads (default: one per 4 CPUs the\n"
 		"                             daemon may run on, 1 to 8)\n"
 		"      --limits=MSL,MNS,OPM,MNI\n"
@@ -90,7 +95,8 @@ static void usage(FILE *f)
 		"  -V, --version              show the version and exit\n"
 		"\n"
 		"Under systemd (semvisord.service, Type=notify) the sockets may come from\n"
-		"semvisord.socket (named 'agent' and 'control'). Signals: SIGHUP re-reads the\n"
+		"semvisord.socket (named 'agent' and 'control') and semvisord-metrics.socket\n"
+		"('metrics'). Signals: SIGHUP re-reads the\n"
 		"configuration and applies the limits and the budget; SIGTERM stops (confined\n"
 		"programs' trapped calls then fail with ENOSYS).\n"
 		"\n"
@@ -138,6 +144,7 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 	enum {
 		O_AGENT = 256,
 		O_CONTROL,
+		O_METRICS,
 		O_WORKERS,
 		O_LIMITS,
 		O_NS,
@@ -149,6 +156,7 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 		{ "config", required_argument, NULL, 'c' },
 		{ "agent-socket", required_argument, NULL, O_AGENT },
 		{ "control-socket", required_argument, NULL, O_CONTROL },
+		{ "metrics-listen", required_argument, NULL, O_METRICS },
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "limits", required_argument, NULL, O_LIMITS },
 		{ "namespaces", required_argument, NULL, O_NS },
@@ -178,6 +186,9 @@ static int parse_args(int argc, char **argv, struct daemon *d, bool *check)
 			break;
 		case O_CONTROL:
 			key = "control_socket";
+			break;
+		case O_METRICS:
+			key = "metrics_listen";
 			break;
 		case O_WORKERS:
 			key = "workers";
@@ -392,9 +403,10 @@ static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 		dlog(d, "reload: budget now %s", line);
 		if (strcmp(fresh.agent_path, d->cfg.agent_path) ||
 		    strcmp(fresh.control_path, d->cfg.control_path) ||
+		    strcmp(fresh.metrics_listen, d->cfg.metrics_listen) ||
 		    fresh.workers != d->cfg.workers || fresh.ns_policy != d->cfg.ns_policy ||
 		    fresh.trace != d->cfg.trace)
-			dlog(d, "reload: socket paths, workers, namespaces and trace change only "
+			dlog(d, "reload: sockets, workers, namespaces and trace change only "
 				"at a restart");
 	}
 	sd_notify(0, "READY=1");
@@ -494,6 +506,10 @@ int main(int argc, char **argv)
 		dlog(d, "control socket: %s", err);
 		return 1;
 	}
+	if (metrics_attach(d, err, sizeof(err))) {
+		dlog(d, "metrics: %s", err);
+		return 1;
+	}
 	rc = nt_super_start(d->super);
 	if (rc) {
 		dlog(d, "starting workers: %s", strerror(-rc));
@@ -515,6 +531,9 @@ int main(int argc, char **argv)
 	ev_timer_init(&status_w, on_status, 10., 10.);
 	ev_timer_start(loop, &status_w);
 
+	/* before "serving:", which says the daemon is up: whoever waits for it may scrape */
+	if (d->metrics)
+		dlog(d, "metrics: http://%s/metrics", ctl_http_where(d->metrics));
 	dlog(d, "serving: agent %s%s, control %s, namespaces %s",
 	     d->agent_bound ? d->cfg.agent_path : "from systemd",
 	     d->agent_bound ? "" : " (socket activation)",
@@ -532,6 +551,7 @@ int main(int argc, char **argv)
 	else
 		close(d->agent_fd);
 	ctlsock_detach(d);
+	metrics_detach(d);
 	nt_super_stop(d->super);
 	nt_super_wait(d->super);
 	dlog(d, "stopped");

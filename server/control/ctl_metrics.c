@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `semvisorctl metrics`: one Stats snapshot in the Prometheus text exposition format (0.0.4),
- * for a node_exporter textfile collector or a tiny HTTP wrapper. Every family has # HELP and
+ * One Stats snapshot in the Prometheus text exposition format (0.0.4), for `semvisorctl
+ * metrics` (a node_exporter textfile collector) and semvisord's HTTP endpoint. Every family has # HELP and
  * # TYPE; counters end in _total; durations are in seconds; the supervisor's log2 histograms
  * become cumulative _bucket{le} series with _sum and _count.
  *
@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "control/ctl_frame.h"
+#include "control/ctl_metrics.h"
+#include "util/utf8.h"
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -217,7 +219,7 @@ static void ns_family(FILE *f, const Semvisor__Stats *s, const char *name, const
 	}
 }
 
-void metrics_print(FILE *f, const Semvisor__Stats *s)
+void ctl_metrics_print(FILE *f, const Semvisor__Stats *s)
 {
 	static const Semvisor__CallCounts none = SEMVISOR__CALL_COUNTS__INIT;
 	const Semvisor__CallCounts *c = s->calls ? s->calls : &none;
