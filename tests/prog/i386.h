@@ -7,6 +7,9 @@
 #define SV_TEST_I386_H
 
 #include <errno.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* i386 system-call numbers (arch/x86/entry/syscalls/syscall_32.tbl) */
 #define I386_IPC	       117
@@ -37,6 +40,24 @@ static inline long i386_syscall(long nr, long a, long b, long c, long d, long e)
 		return -1;
 	}
 	return ret;
+}
+
+/*
+ * Does this kernel serve int $0x80 at all? Not without IA32 emulation (ia32_emulation=0, or
+ * CONFIG_IA32_EMULATION off), nor under hypervisors without a 32-bit mode: there the
+ * instruction raises SIGSEGV, and no i386 program can run, natively or under semvisor. Asked in
+ * a child, which may die of it.
+ */
+static inline bool i386_available(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(i386_syscall(20 /* getpid */, 0, 0, 0, 0, 0) == getpid() ? 0 : 1);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return false;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 #endif
