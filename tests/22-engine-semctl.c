@@ -6,7 +6,9 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "tests/lib/fixture.h"
@@ -741,4 +743,217 @@ Test(engine_semctl, getall)
 		cr_assert_eq(got[i], 0xa5a5, "GETALL wrote beyond nsems (entry %d)", i);
 	fx_caller_exit(owner, NULL);
 	fx_caller_exit(stranger, NULL);
+}
+
+/* ---- the i386 forms (sv_semctl_compat): layouts from the kernel's compat structures ---- */
+
+static long ctl32(struct fx_caller *fc, int id, int semnum, int cmd, uint64_t arg, bool old)
+{
+	struct sv_wakeq wq;
+	long r;
+
+	sv_wakeq_init(&wq);
+	r = sv_semctl_compat(&fc->c, id, semnum, cmd, (uint32_t)arg, old, &wq);
+	fx_drain(&wq, NULL, NULL, 0);
+	return r;
+}
+
+/* An i386 program's buffer: below 4 GiB. */
+static unsigned char *low_buf(void)
+{
+	unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+
+	cr_assert(p != MAP_FAILED, "mmap(MAP_32BIT): %s", strerror(errno));
+	memset(p, 0xa5, 4096);
+	return p;
+}
+
+static unsigned overflow_id(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	unsigned v = 65534;
+
+	if (f) {
+		cr_assert_eq(fscanf(f, "%u", &v), 1);
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * struct compat_semid64_ds: 64 bytes, 32-bit ids, a 16-bit mode, each time in a low and a high
+ * word; written whole by IPC_STAT through the direct semctl and through ipc(2) with IPC_64.
+ */
+Test(engine_semctl, i386_semid64_layout)
+{
+	struct fx_caller *owner = user(300, 100000, 2000);
+	unsigned char *buf = low_buf();
+	struct sv_sembuf op = { 0, 1, 0 };
+	uint32_t u32;
+	uint16_t u16;
+	time_t t0, t1;
+	long id;
+
+	sv_ns_set_next_id(fx_ns, 2 * 32768 + 7);
+	id = sv_semget(&owner->c, 0x5e3a, 3, SV_IPC_CREAT | 0640);
+	cr_assert_eq(id, 2 * 32768 + 7);
+	t0 = advance(50);
+	cr_assert_eq(fx_semop(owner, (int)id, NULL, NULL, 1, &op), 0);
+	t1 = time(NULL);
+	for (int old = 0; old < 2; old++) {
+		memset(buf, 0xa5, 128);
+		cr_assert_eq(
+		    ctl32(owner, (int)id, 0, SV_IPC_STAT | (old ? SV_IPC_64 : 0), PTR(buf), old),
+		    0);
+		memcpy(&u32, buf + 0, 4);
+		cr_assert_eq(u32, 0x5e3a, "key");
+		memcpy(&u32, buf + 4, 4);
+		cr_assert_eq(u32, 100000, "uid, all 32 bits");
+		memcpy(&u32, buf + 12, 4);
+		cr_assert_eq(u32, 100000, "cuid");
+		memcpy(&u32, buf + 16, 4);
+		cr_assert_eq(u32, 2000, "cgid");
+		memcpy(&u16, buf + 20, 2);
+		cr_assert_eq(u16, 0640, "mode");
+		memcpy(&u16, buf + 24, 2);
+		cr_assert_eq(u16, 2, "seq");
+		memcpy(&u32, buf + 36, 4);
+		ASSERT_TIME(u32, t0, t1, "otime, low word");
+		memcpy(&u32, buf + 40, 4);
+		cr_assert_eq(u32, 0, "otime, high word");
+		memcpy(&u32, buf + 52, 4);
+		cr_assert_eq(u32, 3, "nsems");
+		for (int i = 56; i < 64; i++)
+			cr_assert_eq(buf[i], 0, "unused byte %d: %#x", i, buf[i]);
+		for (int i = 64; i < 128; i++)
+			cr_assert_eq(buf[i], 0xa5, "compat_semid64_ds is 64 bytes; byte %d written",
+				     i);
+	}
+	fx_caller_exit(owner, NULL);
+}
+
+/*
+ * ipc(2) without IPC_64: struct compat_semid_ds, 44 bytes, 16-bit ids (one past 65535 reads as
+ * the kernel's overflowuid/gid), 32-bit times; IPC_SET reads the same layout.
+ */
+Test(engine_semctl, i386_old_semid_layout)
+{
+	struct fx_caller *owner = user(300, 100000, 2000);
+	unsigned char *buf = low_buf();
+	uint16_t u16;
+	int32_t i32;
+	uint32_t u32;
+	time_t t0, t1;
+	long id;
+
+	t0 = time(NULL);
+	id = sv_semget(&owner->c, 0x5e3b, 4, SV_IPC_CREAT | 0600);
+	t1 = time(NULL);
+	cr_assert_geq(id, 0);
+	cr_assert_eq(ctl32(owner, (int)id, 0, SV_IPC_STAT, PTR(buf), true), 0);
+	memcpy(&i32, buf + 0, 4);
+	cr_assert_eq(i32, 0x5e3b, "key");
+	memcpy(&u16, buf + 4, 2);
+	cr_assert_eq(u16, overflow_id("/proc/sys/kernel/overflowuid"), "uid 100000 in 16 bits");
+	memcpy(&u16, buf + 6, 2);
+	cr_assert_eq(u16, 2000, "gid");
+	memcpy(&u16, buf + 12, 2);
+	cr_assert_eq(u16, 0600, "mode");
+	memcpy(&i32, buf + 16, 4);
+	cr_assert_eq(i32, 0, "otime: no semop yet");
+	memcpy(&i32, buf + 20, 4);
+	ASSERT_TIME(i32, t0, t1, "ctime");
+	memcpy(&u16, buf + 40, 2);
+	cr_assert_eq(u16, 4, "nsems");
+	for (int i = 24; i < 40; i++)
+		cr_assert_eq(buf[i], 0, "the pointers the kernel leaves 0: byte %d", i);
+	for (int i = 44; i < 128; i++)
+		cr_assert_eq(buf[i], 0xa5, "compat_semid_ds is 44 bytes; byte %d written", i);
+
+	/* IPC_SET in the same layout: uid 1234 (16 bits), mode 0644 */
+	memset(buf, 0, 44);
+	u16 = 1234;
+	memcpy(buf + 4, &u16, 2);
+	u16 = 2000;
+	memcpy(buf + 6, &u16, 2);
+	u16 = 0644;
+	memcpy(buf + 12, &u16, 2);
+	cr_assert_eq(ctl32(root, (int)id, 0, SV_IPC_SET, PTR(buf), true), 0);
+	cr_assert_eq(ctl32(root, (int)id, 0, SV_IPC_STAT | SV_IPC_64, PTR(buf), true), 0);
+	memcpy(&u32, buf + 4, 4);
+	cr_assert_eq(u32, 1234, "IPC_SET's uid");
+	memcpy(&u16, buf + 20, 2);
+	cr_assert_eq(u16, 0644, "IPC_SET's mode");
+	fx_caller_exit(owner, NULL);
+}
+
+/*
+ * The direct i386 semctl keeps IPC_64 in the command where the kernel's helpers see it:
+ * IPC_STAT|IPC_64 returns the id, SEM_INFO|IPC_64 reports IPC_INFO's figures, GETVAL|IPC_64
+ * and IPC_RMID|IPC_64 fail with EINVAL once their checks pass, and the set stays.
+ */
+Test(engine_semctl, i386_direct_ipc64_quirks)
+{
+	unsigned char *buf = low_buf();
+	int32_t si[10];
+	int id = mkset_as(root, 2, 0600);
+
+	cr_assert_eq(ctl32(root, id, 0, SV_IPC_STAT | SV_IPC_64, PTR(buf), false), id);
+	cr_assert_eq(ctl32(root, id, 0, SV_IPC_STAT, PTR(buf), false), 0);
+	cr_assert_geq(ctl32(root, 0, 0, SV_SEM_INFO | SV_IPC_64, PTR(buf), false), 0);
+	memcpy(si, buf, sizeof(si));
+	cr_assert_eq(si[7], 20, "semusz: IPC_INFO's constant, not the sets in use");
+	cr_assert_eq(ctl32(root, 0, 0, SV_SEM_INFO, PTR(buf), false), 0);
+	memcpy(si, buf, sizeof(si));
+	cr_assert_eq(si[7], 1, "plain SEM_INFO: the sets in use");
+	cr_assert_eq(ctl32(root, id, 0, SV_GETVAL | SV_IPC_64, 0, false), -EINVAL);
+	cr_assert_eq(ctl32(root, id, 5, SV_GETVAL | SV_IPC_64, 0, false), -EINVAL);
+	cr_assert_eq(ctl32(root, id, 0, SV_IPC_RMID | SV_IPC_64, 0, false), -EINVAL);
+	cr_assert_eq(ctl32(root, id, 0, SV_GETVAL, 0, false), 0, "the set is still there");
+	cr_assert_eq(ctl32(root, id, 1, SV_SETVAL, 7, false), 0);
+	cr_assert_eq(fx_getval(root, id, 1), 7);
+	/* through ipc(2) the flag is the layout, and stripped */
+	cr_assert_eq(ctl32(root, id, 1, SV_GETVAL | SV_IPC_64, 0, true), 7);
+	cr_assert_eq(ctl32(root, id, 0, SV_IPC_RMID | SV_IPC_64, 0, true), 0);
+	cr_assert_eq(ctl32(root, id, 0, SV_GETVAL, 0, false), -EINVAL, "removed");
+}
+
+/*
+ * i386 timeouts: ipc(2) SEMTIMEDOP reads a struct old_timespec32; semtimedop_time64 a
+ * __kernel_timespec of which the kernel keeps tv_nsec's low 32 bits for a compat task.
+ */
+Test(engine_semctl, i386_timeouts)
+{
+	unsigned char *buf = low_buf();
+	int id = mkset_as(root, 1, 0600);
+	struct sv_sembuf *down = (struct sv_sembuf *)buf;
+	struct sv_park park = { 0 };
+	struct sv_wakeq wq;
+	int32_t *ts32 = (int32_t *)(buf + 64);
+	int64_t *ts64 = (int64_t *)(buf + 128);
+
+	*down = (struct sv_sembuf){ 0, -1, 0 };
+	sv_wakeq_init(&wq);
+	ts32[0] = 0;
+	ts32[1] = 0;
+	cr_assert_eq(sv_semtimedop_compat(&root->c, id, PTR(down), 1, PTR(ts32), true, &park, &wq),
+		     -EAGAIN, "a zero old_timespec32 expires at once");
+	ts32[1] = -1;
+	cr_assert_eq(sv_semtimedop_compat(&root->c, id, PTR(down), 1, PTR(ts32), true, &park, &wq),
+		     -EINVAL, "tv_nsec -1, sign-extended");
+	ts32[0] = -1;
+	ts32[1] = 0;
+	cr_assert_eq(sv_semtimedop_compat(&root->c, id, PTR(down), 1, PTR(ts32), true, &park, &wq),
+		     -EINVAL, "tv_sec -1, sign-extended");
+	ts64[0] = 0;
+	ts64[1] = 1LL << 32;
+	cr_assert_eq(sv_semtimedop_compat(&root->c, id, PTR(down), 1, PTR(ts64), false, &park, &wq),
+		     -EAGAIN, "tv_nsec 2^32 counts as 0 for a compat task");
+	cr_assert_eq(sv_semtimedop(&root->c, id, PTR(down), 1, PTR(ts64), &park, &wq), -EINVAL,
+		     "natively 2^32 ns is out of range");
+	ts64[1] = 0xffffffffLL;
+	cr_assert_eq(sv_semtimedop_compat(&root->c, id, PTR(down), 1, PTR(ts64), false, &park, &wq),
+		     -EINVAL);
+	cr_assert(sv_wakeq_empty(&wq));
 }

@@ -13,6 +13,10 @@
  *
  * Operations never wait (the kernel side would hang): every sop has IPC_NOWAIT or the call has a
  * zero timeout. Waiting is covered by the other engine tests.
+ *
+ * The same sequences run in the i386 forms too: the kernel's side through int $0x80 (ipc(2), or
+ * the direct semget, semctl and semtimedop_time64), the engine's through sv_semctl_compat() and
+ * sv_semtimedop_compat(), with the 32-bit structures on both sides.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -26,12 +30,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include "tests/lib/fixture.h"
+#include "tests/prog/i386.h"
 
 #define MAX_IDS	 64
 #define MAX_NSEM 8
 
 static int undo_ops_done; /* child SEM_UNDO operations that succeeded: coverage */
+
+/* Which system calls both sides get: x86_64's, or i386's through ipc(2) or directly. */
+static enum abi {
+	ABI_X86_64,
+	ABI_I386_IPC,
+	ABI_I386
+} abi;
+/*
+ * int $0x80 takes 32-bit pointers, and so does the engine's i386 semctl: both sides copy their
+ * semctl buffers here and back, and the kernel's side its sops and timeout.
+ */
+static unsigned char *low;
+#define LOW_BUF	 0
+#define LOW_SOPS 256
+#define LOW_TS	 512
+#define LOW_ARG	 576
+#define LOW_EBUF 640
 
 struct ids {
 	struct identity {
@@ -64,19 +88,116 @@ static long k_ret(long r)
 	return r < 0 ? -errno : r;
 }
 
+/* ipc(2) takes a sixth argument, in ebp, which the compiler will not let an asm operand be. */
+static long i386_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long r12 __asm__("r12") = f;
+	long ret;
+
+	__asm__ volatile("sub $128, %%rsp\n\tpush %%rbp\n\tmov %%r12, %%rbp\n\t"
+			 "int $0x80\n\tpop %%rbp\n\tadd $128, %%rsp"
+			 : "=a"(ret)
+			 : "a"(nr), "b"(a), "c"(b), "d"(c), "S"(d), "D"(e), "r"(r12)
+			 : "memory", "r8", "r9", "r10", "r11", "cc");
+	return ret; /* -errno on failure, as the engine answers */
+}
+
+static long low_addr(const void *p, size_t off, size_t len)
+{
+	if (!p)
+		return 0;
+	memcpy(low + off, p, len);
+	return (long)(uintptr_t)(low + off);
+}
+
 static long k_semget(int key, int nsems, int flg)
 {
+	if (abi == ABI_I386_IPC)
+		return i386_syscall6(I386_IPC, IPCCALL_SEMGET, key, nsems, flg, 0, 0);
+	if (abi == ABI_I386)
+		return i386_syscall6(I386_SEMGET, key, nsems, flg, 0, 0, 0);
 	return k_ret(syscall(SYS_semget, key, nsems, flg));
 }
 
+/* ts: the timeout in the form's own layout (old_timespec32 for ipc(2)). */
 static long k_semtimedop(int id, void *sops, unsigned int n, void *ts)
 {
-	return k_ret(syscall(SYS_semtimedop, id, sops, n, ts));
+	long ls, lt;
+
+	if (abi == ABI_X86_64)
+		return k_ret(syscall(SYS_semtimedop, id, sops, n, ts));
+	ls = low_addr(sops, LOW_SOPS, (n < 8 ? n : 8) * sizeof(struct sv_sembuf));
+	lt = low_addr(ts, LOW_TS, 16);
+	if (abi == ABI_I386_IPC)
+		return i386_syscall6(I386_IPC, ts ? IPCCALL_SEMTIMEDOP : IPCCALL_SEMOP, id, (long)n,
+				     0, ls, lt);
+	return i386_syscall6(I386_SEMTIMEDOP_TIME64, id, ls, (long)n, lt, 0, 0);
+}
+
+/*
+ * A buffer argument is copied to low memory and back; its size is what the command may use:
+ * GETALL and SETALL's arrays are at most MAX_NSEM values (compare_all's arrays are no
+ * bigger), the rest get do_semctl()'s 128 bytes.
+ */
+static size_t semctl_buf_len(int cmd, uint64_t arg)
+{
+	int base = cmd & ~SV_IPC_64;
+
+	if (!arg || base == SV_SETVAL || base == SV_GETVAL || base == SV_GETPID ||
+	    base == SV_GETNCNT || base == SV_GETZCNT || base == SV_IPC_RMID)
+		return 0;
+	return base == SV_GETALL || base == SV_SETALL ? MAX_NSEM * 2 : 128;
 }
 
 static long k_semctl(int id, int num, int cmd, uint64_t arg)
 {
-	return k_ret(syscall(SYS_semctl, id, num, cmd, arg));
+	size_t len = semctl_buf_len(cmd, arg);
+	uint32_t a32;
+	long r;
+
+	if (abi == ABI_X86_64)
+		return k_ret(syscall(SYS_semctl, id, num, cmd, arg));
+	a32 = len ? (uint32_t)low_addr((void *)(uintptr_t)arg, LOW_BUF, len) : (uint32_t)arg;
+	if (abi == ABI_I386_IPC) {
+		/* ipc(2) SEMCTL reads the union semun from its pointer */
+		memcpy(low + LOW_ARG, &a32, 4);
+		r = i386_syscall6(I386_IPC, IPCCALL_SEMCTL, id, num, cmd,
+				  (long)(uintptr_t)(low + LOW_ARG), 0);
+	} else {
+		r = i386_syscall6(I386_SEMCTL, id, num, cmd, a32, 0, 0);
+	}
+	if (len)
+		memcpy((void *)(uintptr_t)arg, low + LOW_BUF, len);
+	return r;
+}
+
+/* The engine's side of the same forms. */
+static long e_semtimedop(struct fx_caller *fc, int id, void *sops, unsigned int n, void *ts,
+			 struct sv_park *park, struct sv_wakeq *wq)
+{
+	if (abi == ABI_X86_64)
+		return sv_semtimedop(&fc->c, id, (uint64_t)(uintptr_t)sops, n,
+				     (uint64_t)(uintptr_t)ts, park, wq);
+	return sv_semtimedop_compat(&fc->c, id, (uint64_t)(uintptr_t)sops, n,
+				    (uint64_t)(uintptr_t)ts, abi == ABI_I386_IPC, park, wq);
+}
+
+static long e_semctl(struct fx_caller *fc, int id, int num, int cmd, uint64_t arg)
+{
+	size_t len = semctl_buf_len(cmd, arg);
+	struct sv_wakeq wq;
+	uint32_t a32;
+	long r;
+
+	if (abi == ABI_X86_64)
+		return fx_semctl(fc, id, num, cmd, arg, NULL);
+	a32 = len ? (uint32_t)low_addr((void *)(uintptr_t)arg, LOW_EBUF, len) : (uint32_t)arg;
+	sv_wakeq_init(&wq);
+	r = sv_semctl_compat(&fc->c, id, num, cmd, a32, abi == ABI_I386_IPC, &wq);
+	fx_drain(&wq, NULL, NULL, 0);
+	if (len)
+		memcpy((void *)(uintptr_t)arg, low + LOW_EBUF, len);
+	return r;
 }
 
 static void write_file(const char *path, const char *text)
@@ -167,7 +288,7 @@ static int k_nsems(int id)
 	unsigned char ds[104];
 	uint64_t n;
 
-	if (id < 0 || k_semctl(id, 0, SV_IPC_STAT, (uint64_t)(uintptr_t)ds) < 0)
+	if (id < 0 || syscall(SYS_semctl, id, 0, SV_IPC_STAT, ds) < 0)
 		return MAX_NSEM;
 	memcpy(&n, ds + 80, 8);
 	return (int)n;
@@ -194,6 +315,7 @@ static void do_semop(struct ids *s, struct fx_caller *fc)
 {
 	struct sv_sembuf sops[8];
 	struct timespec ts = { 0, 0 };
+	int32_t ts32[2];
 	struct sv_park park = { 0 };
 	struct sv_wakeq wq;
 	int id = pick_id(s);
@@ -218,11 +340,18 @@ static void do_semop(struct ids *s, struct fx_caller *fc)
 		ts_ptr = &ts;
 		ts.tv_sec = -1;
 	}
+	/* 2^32 ns: too long natively, 0 where only tv_nsec's low half counts (i386) */
+	if (how == 11 && timed)
+		ts.tv_nsec = 1L << 32;
+	if (abi == ABI_I386_IPC && ts_ptr) {
+		ts32[0] = (int32_t)ts.tv_sec;
+		ts32[1] = (int32_t)ts.tv_nsec;
+		ts_ptr = ts32;
+	}
 
 	long kr = k_semtimedop(id, sop_ptr, n, ts_ptr);
 	sv_wakeq_init(&wq);
-	long er = sv_semtimedop(&fc->c, id, (uint64_t)(uintptr_t)sop_ptr, n,
-				(uint64_t)(uintptr_t)ts_ptr, &park, &wq);
+	long er = e_semtimedop(fc, id, sop_ptr, n, ts_ptr, &park, &wq);
 	cr_assert(sv_wakeq_empty(&wq), "nobody waits, yet something completed");
 	cr_assert_neq(er, SV_PARKED, "seed %u step %d: parked a call that may not wait", s->seed,
 		      s->step);
@@ -233,7 +362,7 @@ static void compare_all(struct ids *s, struct fx_caller *fc, int id)
 {
 	uint16_t kv[MAX_NSEM] = { 0 }, ev[MAX_NSEM] = { 0 };
 	long kr = k_semctl(id, 0, SV_GETALL, (uint64_t)(uintptr_t)kv);
-	long er = fx_semctl(fc, id, 0, SV_GETALL, (uint64_t)(uintptr_t)ev, NULL);
+	long er = e_semctl(fc, id, 0, SV_GETALL, (uint64_t)(uintptr_t)ev);
 
 	CHECK("GETALL", kr, er);
 	if (kr == 0)
@@ -244,25 +373,40 @@ static void compare_all(struct ids *s, struct fx_caller *fc, int id)
 
 		for (int j = 0; j < 4; j++) {
 			kr = k_semctl(id, i, cmds[j], 0);
-			er = fx_semctl(fc, id, i, cmds[j], 0, NULL);
+			er = e_semctl(fc, id, i, cmds[j], 0);
 			CHECK("GET*", kr, er);
 		}
 	}
 }
 
-/* semid64_ds: everything but the times must match; the times may straddle a second. */
-static void compare_ds(struct ids *s, const unsigned char *k, const unsigned char *e)
-{
-	int64_t kt, et;
+/* Where a semid_ds layout keeps its times, and how big it is. */
+struct ds_layout {
+	size_t size, otime, ctime, tsize; /* times of tsize bytes (i386's: low words) */
+};
+static const struct ds_layout ds_x86_64 = { 104, 48, 64, 8 };
+static const struct ds_layout ds_i386_64 = { 64, 36, 44, 4 };
+static const struct ds_layout ds_i386_old = { 44, 16, 20, 4 };
 
-	cr_assert(memcmp(k, e, 48) == 0, "seed %u step %d: ipc64_perm differs", s->seed, s->step);
-	cr_assert(memcmp(k + 80, e + 80, 24) == 0, "seed %u step %d: nsems differ", s->seed,
-		  s->step);
-	for (int off = 48; off <= 64; off += 16) {
-		memcpy(&kt, k + off, 8);
-		memcpy(&et, e + off, 8);
+/* semid_ds: everything but the times must match; the times may straddle a second. */
+static void compare_ds(struct ids *s, const unsigned char *k, const unsigned char *e,
+		       const struct ds_layout *l)
+{
+	for (size_t off = 0; off < l->size; off++) {
+		bool in_time = (off >= l->otime && off < l->otime + l->tsize) ||
+			       (off >= l->ctime && off < l->ctime + l->tsize);
+
+		cr_assert(in_time || k[off] == e[off],
+			  "seed %u step %d: byte %zu of semid_ds differs: kernel %#x engine %#x",
+			  s->seed, s->step, off, k[off], e[off]);
+	}
+	for (int i = 0; i < 2; i++) {
+		size_t off = i ? l->ctime : l->otime;
+		int64_t kt = 0, et = 0;
+
+		memcpy(&kt, k + off, l->tsize);
+		memcpy(&et, e + off, l->tsize);
 		cr_assert((kt == 0) == (et == 0) && llabs(kt - et) <= 1,
-			  "seed %u step %d: time at %d: kernel %lld engine %lld", s->seed, s->step,
+			  "seed %u step %d: time at %zu: kernel %lld engine %lld", s->seed, s->step,
 			  off, (long long)kt, (long long)et);
 	}
 }
@@ -281,47 +425,61 @@ static void do_semctl(struct ids *s, struct fx_caller *fc)
 	int semnum = rnd(s, 10) ? rnd(s, MAX_NSEM) : -1;
 	bool null_buf = rnd(s, 15) == 0;
 	uint64_t karg = (uint64_t)(uintptr_t)kbuf, earg = (uint64_t)(uintptr_t)ebuf;
+	bool old_layout;
 	long kr, er;
 
 	if (cmd == SV_IPC_RMID && rnd(s, 3))
 		cmd = SV_GETVAL; /* keep sets around long enough to matter */
-	if (cmd == SV_SEM_STAT || cmd == SV_SEM_STAT_ANY)
+	/* i386: ipc(2)'s layout flag, or the direct call's quirks with it */
+	if (abi != ABI_X86_64 && rnd(s, 2))
+		cmd |= SV_IPC_64;
+	old_layout = abi == ABI_I386_IPC && !(cmd & SV_IPC_64);
+	if ((cmd & ~SV_IPC_64) == SV_SEM_STAT || (cmd & ~SV_IPC_64) == SV_SEM_STAT_ANY)
 		id = rnd(s, 3) ? (s->npool ? s->pool[rnd(s, s->npool)] % 32768 : 0) : rnd(s, 70);
 	memset(kbuf, 0xa5, sizeof(kbuf));
 	memset(ebuf, 0xa5, sizeof(ebuf));
-	if (cmd == SV_SETVAL) {
+	if ((cmd & ~SV_IPC_64) == SV_SETVAL) {
 		karg = earg =
 		    (uint64_t)(uint32_t)vals[rnd(s, 8)] | (rnd(s, 4) ? 0 : 0xdead00000000ull);
-	} else if (cmd == SV_SETALL) {
+	} else if ((cmd & ~SV_IPC_64) == SV_SETALL) {
 		uint16_t v[MAX_NSEM];
 
 		for (int i = 0; i < MAX_NSEM; i++)
 			v[i] = (uint16_t)(rnd(s, 30) ? rnd(s, 4) : 40000);
 		memcpy(kbuf, v, sizeof(v));
 		memcpy(ebuf, v, sizeof(v));
-	} else if (cmd == SV_IPC_SET) {
+	} else if ((cmd & ~SV_IPC_64) == SV_IPC_SET) {
 		uint32_t uid = owners[rnd(s, 4)], gid = owners[rnd(s, 4)];
 		uint32_t mode = (uint32_t)rnd(s, 01000) | (rnd(s, 4) ? 0 : 07000);
 
 		memset(kbuf, 0, sizeof(kbuf));
-		memcpy(kbuf + 4, &uid, 4);
-		memcpy(kbuf + 8, &gid, 4);
-		memcpy(kbuf + 20, &mode, 4);
+		if (old_layout) { /* 16-bit uid, gid and mode */
+			memcpy(kbuf + 4, &uid, 2);
+			memcpy(kbuf + 6, &gid, 2);
+			memcpy(kbuf + 12, &mode, 2);
+		} else {
+			memcpy(kbuf + 4, &uid, 4);
+			memcpy(kbuf + 8, &gid, 4);
+			memcpy(kbuf + 20, &mode, 4);
+		}
 		memcpy(ebuf, kbuf, sizeof(kbuf));
 	}
-	if (null_buf && cmd != SV_SETVAL)
+	if (null_buf && (cmd & ~SV_IPC_64) != SV_SETVAL)
 		karg = earg = 0;
 
 	kr = k_semctl(id, semnum, cmd, karg);
-	er = fx_semctl(fc, id, semnum, cmd, earg, NULL);
+	er = e_semctl(fc, id, semnum, cmd, earg);
 	CHECK("semctl", kr, er);
 	if (kr < 0 || !karg)
 		return;
-	switch (cmd) {
+	switch (cmd & ~SV_IPC_64) {
 	case SV_IPC_STAT:
 	case SV_SEM_STAT:
 	case SV_SEM_STAT_ANY:
-		compare_ds(s, kbuf, ebuf);
+		compare_ds(s, kbuf, ebuf,
+			   abi == ABI_X86_64 ? &ds_x86_64
+			   : old_layout	     ? &ds_i386_old
+					     : &ds_i386_64);
 		break;
 	case SV_IPC_INFO:
 	case SV_SEM_INFO:
@@ -525,4 +683,32 @@ Test(engine_kernel_diff, small_limits)
 Test(engine_kernel_diff, long_sequence)
 {
 	run_seeds(1001, 1001, 40000, false);
+}
+
+static void low_memory(void)
+{
+	if (!i386_available())
+		cr_skip_test("this kernel does not serve int $0x80 (no IA32 emulation, or a "
+			     "hypervisor without a 32-bit mode): the kernel's side cannot run");
+	low = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1,
+		   0);
+	cr_assert(low != MAP_FAILED, "mmap(MAP_32BIT): %s", strerror(errno));
+}
+
+/* ipc(2), each semctl in the old layout or semid64's */
+Test(engine_kernel_diff, i386_ipc)
+{
+	low_memory();
+	abi = ABI_I386_IPC;
+	run_seeds(201, 206, 3000, false);
+	run_seeds(211, 212, 3000, true);
+}
+
+/* semget, semctl and semtimedop_time64 through i386's own numbers */
+Test(engine_kernel_diff, i386_direct)
+{
+	low_memory();
+	abi = ABI_I386;
+	run_seeds(301, 306, 3000, false);
+	run_seeds(311, 312, 3000, true);
 }

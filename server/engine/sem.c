@@ -817,8 +817,35 @@ static void enqueue(struct sv_set *set, struct sv_waiter *w)
 	atomic_fetch_add_explicit(&set->ns->nwaiters, 1, memory_order_relaxed);
 }
 
-long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigned int nsops,
-		   uint64_t utimeout, struct sv_park *park, struct sv_wakeq *wq)
+/* The timeout as the kernel reads it for each form (get_timespec64, get_old_timespec32). */
+enum ts_form {
+	TS_NATIVE,	/* struct __kernel_timespec: two 64-bit fields */
+	TS_I386_TIME32, /* struct old_timespec32: two 32-bit fields, sign-extended */
+	TS_I386_TIME64, /* __kernel_timespec from a compat task: tv_nsec's upper half ignored */
+};
+
+static int timeout_in(const struct sv_caller *c, uint64_t addr, enum ts_form form,
+		      struct timespec *ts)
+{
+	if (form == TS_I386_TIME32) {
+		int32_t v[2];
+
+		if (sv_copy_in(c, addr, v, sizeof(v)))
+			return -EFAULT;
+		ts->tv_sec = v[0];
+		ts->tv_nsec = v[1];
+		return 0;
+	}
+	if (sv_copy_in(c, addr, ts, sizeof(*ts)))
+		return -EFAULT;
+	if (form == TS_I386_TIME64)
+		ts->tv_nsec = (long)(uint32_t)ts->tv_nsec;
+	return 0;
+}
+
+static long semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigned int nsops,
+		       uint64_t utimeout, enum ts_form form, struct sv_park *park,
+		       struct sv_wakeq *wq)
 {
 	struct sv_sembuf fast[SEMOPM_FAST], *sops = fast;
 	struct timespec ts = { 0, 0 };
@@ -830,7 +857,7 @@ long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigne
 	long err;
 
 	/* The kernel's order: timeout copy, nsops range, sops copy, then semid and the timeout. */
-	if (utimeout && sv_copy_in(c, utimeout, &ts, sizeof(ts)))
+	if (utimeout && timeout_in(c, utimeout, form, &ts))
 		return -EFAULT;
 	if (nsops > (unsigned int)SV_RELAXED(&c->ns->semopm))
 		return -E2BIG;
@@ -938,6 +965,19 @@ out_free:
 	if (sops != fast)
 		free(sops);
 	return err;
+}
+
+long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t usops, unsigned int nsops,
+		   uint64_t utimeout, struct sv_park *park, struct sv_wakeq *wq)
+{
+	return semtimedop(c, semid, usops, nsops, utimeout, TS_NATIVE, park, wq);
+}
+
+long sv_semtimedop_compat(const struct sv_caller *c, int semid, uint64_t usops, unsigned int nsops,
+			  uint64_t utimeout, bool time32, struct sv_park *park, struct sv_wakeq *wq)
+{
+	return semtimedop(c, semid, usops, nsops, utimeout,
+			  time32 ? TS_I386_TIME32 : TS_I386_TIME64, park, wq);
 }
 
 /* ---- waiters ---- */

@@ -54,6 +54,7 @@
 #define SV_SEM_STAT	18
 #define SV_SEM_INFO	19
 #define SV_SEM_STAT_ANY 20
+#define SV_IPC_64	0x100 /* i386: the semid64_ds layout (ipc(2)'s version flag) */
 
 /* sv_semtimedop() returns this when the operation waits; the ticket is in park->waiter. */
 #define SV_PARKED 1
@@ -295,9 +296,24 @@ long sv_semget(const struct sv_caller *c, int32_t key, int nsems, int semflg);
  */
 long sv_semtimedop(const struct sv_caller *c, int semid, uint64_t sops, unsigned int nsops,
 		   uint64_t timeout, struct sv_park *park, struct sv_wakeq *wq);
+/*
+ * The same from an i386 caller: time32, the timeout is a struct old_timespec32 (ipc(2)
+ * SEMTIMEDOP); else a struct __kernel_timespec whose tv_nsec counts only its low 32 bits, as
+ * the kernel reads it for a compat task (semtimedop_time64). sembuf is the same on both ABIs.
+ */
+long sv_semtimedop_compat(const struct sv_caller *c, int semid, uint64_t sops, unsigned int nsops,
+			  uint64_t timeout, bool time32, struct sv_park *park, struct sv_wakeq *wq);
 /* semctl; arg is the fourth argument's register value (a value for SETVAL, else an address). */
 long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
 	       struct sv_wakeq *wq);
+/*
+ * semctl from an i386 caller (int $0x80), as the kernel's compat layer serves it: the 32-bit
+ * structures, arg a 32-bit value or address. old: through ipc(2) SEMCTL, whose command carries
+ * the layout (IPC_64 set: semid64_ds; clear: the old semid_ds with 16-bit ids); else the
+ * direct semctl system call, always semid64_ds.
+ */
+long sv_semctl_compat(const struct sv_caller *c, int semid, int semnum, int cmd, uint32_t arg,
+		      bool old, struct sv_wakeq *wq);
 /* A semctl command's name as the kernel's headers spell it ("GETALL"), or NULL for none. */
 const char *sv_semctl_cmd_name(int cmd);
 

@@ -4,10 +4,19 @@
  * ksys_semctl and the semctl_* helpers).
  *
  * Structures go to and come from the caller's memory in the x86_64 layout (struct semid64_ds,
- * struct seminfo). Like the kernel, results are gathered under the lock and copied out after it
- * is dropped; buffers are copied in before any lock is taken.
+ * struct seminfo), or for i386 callers in the compat layouts (sv_semctl_compat(), the kernel's
+ * compat_ksys_semctl). Like the kernel, results are gathered under the lock and copied out
+ * after it is dropped; buffers are copied in before any lock is taken.
+ *
+ * The kernel's compat path passes the command on with IPC_64 still set where the direct i386
+ * semctl carries it: `cmd & ~IPC_64` picks the case, while the helpers compare cmd itself, so
+ * that SEM_INFO|IPC_64 reports IPC_INFO's figures, IPC_STAT|IPC_64 returns the id, and
+ * GETVAL|IPC_64 fails with EINVAL after the checks GETVAL makes. The helpers here compare the
+ * same way, and so give the same answers.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -32,6 +41,35 @@ struct semid64_ds_x86_64 {
 	uint64_t unused3, unused4;
 };
 _Static_assert(sizeof(struct semid64_ds_x86_64) == 104, "semid64_ds layout");
+
+/*
+ * struct compat_semid64_ds (arch/x86/include/asm/compat.h): the i386 semid64_ds, 64 bytes.
+ * Times are split into low and high words; the mode is 16 bits.
+ */
+struct semid64_ds_i386 {
+	int32_t key;
+	uint32_t uid, gid, cuid, cgid;
+	uint16_t mode, pad1;
+	uint16_t seq, pad2;
+	uint32_t unused1, unused2;
+	uint32_t otime, otime_high, ctime, ctime_high;
+	uint32_t nsems, unused3, unused4;
+};
+_Static_assert(sizeof(struct semid64_ds_i386) == 64, "compat_semid64_ds layout");
+
+/*
+ * struct compat_semid_ds (ipc/sem.c): the old i386 layout, ipc(2) without IPC_64. 16-bit ids
+ * (an id past 65535 reads as the overflow id), 32-bit times, pointers the kernel leaves 0.
+ */
+struct semid_ds_i386_old {
+	int32_t key;
+	uint16_t uid, gid, cuid, cgid;
+	uint16_t mode, seq;
+	int32_t otime, ctime;
+	uint32_t base, pending, pending_last, undo;
+	uint16_t nsems;
+};
+_Static_assert(sizeof(struct semid_ds_i386_old) == 44, "compat_semid_ds layout");
 
 /* struct seminfo: ten ints. */
 struct seminfo_abi {
@@ -90,15 +128,16 @@ static long semctl_info(const struct sv_caller *c, int cmd, uint64_t arg)
 	return max_idx < 0 ? 0 : max_idx;
 }
 
-static long semctl_stat(const struct sv_caller *c, int semid, int cmd, uint64_t arg)
+/* Fills ds (x86_64 layout, the kernel's struct semid64_ds); the caller copies it out. */
+static long semctl_stat(const struct sv_caller *c, int semid, int cmd, struct semid64_ds_x86_64 *ds)
 {
-	struct semid64_ds_x86_64 ds;
 	struct sv_set *set;
 	long ret;
 
-	memset(&ds, 0, sizeof(ds));
+	memset(ds, 0, sizeof(*ds));
 	rcu_read_lock();
-	set = cmd == SV_IPC_STAT ? sv_set_lookup(c->ns, semid) : sv_set_lookup_index(c->ns, semid);
+	set = cmd == SV_SEM_STAT || cmd == SV_SEM_STAT_ANY ? sv_set_lookup_index(c->ns, semid)
+							   : sv_set_lookup(c->ns, semid);
 	if (!set) {
 		rcu_read_unlock();
 		return -EINVAL;
@@ -116,22 +155,19 @@ static long semctl_stat(const struct sv_caller *c, int semid, int cmd, uint64_t 
 		rcu_read_unlock();
 		return -EIDRM;
 	}
-	ds.key = set->key;
-	ds.uid = uid_out(c, SV_RELAXED(&set->uid));
-	ds.gid = gid_out(c, SV_RELAXED(&set->gid));
-	ds.cuid = uid_out(c, SV_RELAXED(&set->cuid));
-	ds.cgid = gid_out(c, SV_RELAXED(&set->cgid));
-	ds.mode = SV_RELAXED(&set->mode);
-	ds.seq = (uint16_t)(set->id / SV_IPCMNI);
-	ds.otime = SV_RELAXED(&set->otime);
-	ds.ctime = SV_RELAXED(&set->ctime);
-	ds.nsems = (uint64_t)set->nsems;
+	ds->key = set->key;
+	ds->uid = uid_out(c, SV_RELAXED(&set->uid));
+	ds->gid = gid_out(c, SV_RELAXED(&set->gid));
+	ds->cuid = uid_out(c, SV_RELAXED(&set->cuid));
+	ds->cgid = gid_out(c, SV_RELAXED(&set->cgid));
+	ds->mode = SV_RELAXED(&set->mode);
+	ds->seq = (uint16_t)(set->id / SV_IPCMNI);
+	ds->otime = SV_RELAXED(&set->otime);
+	ds->ctime = SV_RELAXED(&set->ctime);
+	ds->nsems = (uint64_t)set->nsems;
 	ret = cmd == SV_IPC_STAT ? 0 : set->id;
 	sv_unlock(&set->lock);
 	rcu_read_unlock();
-
-	if (sv_copy_out(c, arg, &ds, sizeof(ds)))
-		return -EFAULT;
 	return ret;
 }
 
@@ -310,6 +346,9 @@ static long semctl_main(const struct sv_caller *c, int semid, int semnum, int cm
 	case SV_GETZCNT:
 		ret = sv_count_semcnt(set, semnum, true);
 		break;
+	default:
+		ret = -EINVAL; /* a command with IPC_64 set, from the compat path */
+		break;
 	}
 out:
 	sv_sem_unlock(set, locknum);
@@ -336,6 +375,10 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 	}
 	if ((ret = sv_is_owner(c, set)))
 		goto out;
+	if (cmd != SV_IPC_RMID && cmd != SV_IPC_SET) {
+		ret = -EINVAL; /* a command with IPC_64 set, from the compat path */
+		goto out;
+	}
 	sv_sem_lock(set, NULL, 0);
 	if ((ret = sv_committing(c))) {
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -391,6 +434,7 @@ long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64
 	       struct sv_wakeq *wq)
 {
 	struct semid64_ds_x86_64 ds;
+	long ret;
 
 	if (semid < 0)
 		return -EINVAL;
@@ -401,7 +445,10 @@ long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64
 	case SV_IPC_STAT:
 	case SV_SEM_STAT:
 	case SV_SEM_STAT_ANY:
-		return semctl_stat(c, semid, cmd, arg);
+		ret = semctl_stat(c, semid, cmd, &ds);
+		if (ret >= 0 && sv_copy_out(c, arg, &ds, sizeof(ds)))
+			ret = -EFAULT;
+		return ret;
 	case SV_GETALL:
 	case SV_GETVAL:
 	case SV_GETPID:
@@ -414,6 +461,145 @@ long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64
 		return semctl_setval(c, semid, semnum, (int)(uint32_t)arg, wq);
 	case SV_IPC_SET:
 		if (sv_copy_in(c, arg, &ds, sizeof(ds)))
+			return -EFAULT;
+		return semctl_down(c, semid, cmd, &ds, wq);
+	case SV_IPC_RMID:
+		return semctl_down(c, semid, cmd, NULL, wq);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* ---- the i386 forms ---- */
+
+/*
+ * What an id that does not fit 16 bits reads as in the old layout: the kernel's overflowuid
+ * and overflowgid (high2lowuid), read once; 65534 where they cannot be read.
+ */
+static uint16_t overflow_ids[2] = { 65534, 65534 };
+static pthread_once_t overflow_once = PTHREAD_ONCE_INIT;
+
+static void read_overflow_ids(void)
+{
+	static const char *const path[2] = { "/proc/sys/kernel/overflowuid",
+					     "/proc/sys/kernel/overflowgid" };
+
+	for (int i = 0; i < 2; i++) {
+		FILE *f = fopen(path[i], "re");
+		unsigned v;
+
+		if (f && fscanf(f, "%u", &v) == 1 && v <= 65535)
+			overflow_ids[i] = (uint16_t)v;
+		if (f)
+			fclose(f);
+	}
+}
+
+static uint16_t low_id(uint32_t id, int which)
+{
+	pthread_once(&overflow_once, read_overflow_ids);
+	return id & ~0xffffu ? overflow_ids[which] : (uint16_t)id;
+}
+
+/* copy_compat_semid_to_user() */
+static int stat_out_i386(const struct sv_caller *c, uint32_t arg, bool ipc64,
+			 const struct semid64_ds_x86_64 *ds)
+{
+	if (ipc64) {
+		struct semid64_ds_i386 v = {
+			.key = ds->key,
+			.uid = ds->uid,
+			.gid = ds->gid,
+			.cuid = ds->cuid,
+			.cgid = ds->cgid,
+			.mode = (uint16_t)ds->mode,
+			.seq = ds->seq,
+			.otime = (uint32_t)ds->otime,
+			.otime_high = (uint32_t)((uint64_t)ds->otime >> 32),
+			.ctime = (uint32_t)ds->ctime,
+			.ctime_high = (uint32_t)((uint64_t)ds->ctime >> 32),
+			.nsems = (uint32_t)ds->nsems,
+		};
+
+		return sv_copy_out(c, arg, &v, sizeof(v));
+	}
+	struct semid_ds_i386_old v = {
+		.key = ds->key,
+		.uid = low_id(ds->uid, 0),
+		.gid = low_id(ds->gid, 1),
+		.cuid = low_id(ds->cuid, 0),
+		.cgid = low_id(ds->cgid, 1),
+		.mode = (uint16_t)ds->mode,
+		.seq = ds->seq,
+		.otime = (int32_t)ds->otime,
+		.ctime = (int32_t)ds->ctime,
+		.nsems = (uint16_t)ds->nsems,
+	};
+
+	return sv_copy_out(c, arg, &v, sizeof(v));
+}
+
+/* copy_compat_semid_from_user(): only the owner and the mode matter to IPC_SET. */
+static int set_in_i386(const struct sv_caller *c, uint32_t arg, bool ipc64,
+		       struct semid64_ds_x86_64 *ds)
+{
+	memset(ds, 0, sizeof(*ds));
+	if (ipc64) {
+		struct semid64_ds_i386 v;
+
+		if (sv_copy_in(c, arg, &v, sizeof(v)))
+			return -EFAULT;
+		ds->uid = v.uid;
+		ds->gid = v.gid;
+		ds->mode = v.mode;
+		return 0;
+	}
+	struct semid_ds_i386_old v;
+
+	if (sv_copy_in(c, arg, &v, sizeof(v)))
+		return -EFAULT;
+	ds->uid = v.uid;
+	ds->gid = v.gid;
+	ds->mode = v.mode;
+	return 0;
+}
+
+long sv_semctl_compat(const struct sv_caller *c, int semid, int semnum, int cmd, uint32_t arg,
+		      bool old, struct sv_wakeq *wq)
+{
+	struct semid64_ds_x86_64 ds;
+	bool ipc64 = true;
+	long ret;
+
+	/* compat_ksys_old_semctl(): ipc(2) says the layout in the command */
+	if (old) {
+		ipc64 = cmd & SV_IPC_64;
+		cmd &= ~SV_IPC_64;
+	}
+	if (semid < 0)
+		return -EINVAL;
+	switch (cmd & ~SV_IPC_64) {
+	case SV_IPC_INFO:
+	case SV_SEM_INFO:
+		return semctl_info(c, cmd, arg);
+	case SV_IPC_STAT:
+	case SV_SEM_STAT:
+	case SV_SEM_STAT_ANY:
+		ret = semctl_stat(c, semid, cmd, &ds);
+		if (ret >= 0 && stat_out_i386(c, arg, ipc64, &ds))
+			ret = -EFAULT;
+		return ret;
+	case SV_GETALL:
+	case SV_GETVAL:
+	case SV_GETPID:
+	case SV_GETNCNT:
+	case SV_GETZCNT:
+	case SV_SETALL:
+		return semctl_main(c, semid, semnum, cmd, arg, wq);
+	case SV_SETVAL:
+		return semctl_setval(c, semid, semnum, (int)arg, wq);
+	case SV_IPC_SET:
+		if (set_in_i386(c, arg, ipc64, &ds))
 			return -EFAULT;
 		return semctl_down(c, semid, cmd, &ds, wq);
 	case SV_IPC_RMID:
