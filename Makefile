@@ -99,12 +99,16 @@ LIB         = $(O)/libsemvisor.a
 
 RUN_SRC     = $(wildcard interposer/*.c)
 DAEMON_SRC  = $(wildcard server/daemon/*.c)
-CTL_SRC     = $(wildcard client/*.c)
+LXC_SRC     = client/semvisor-lxc.c
+CTL_SRC     = $(filter-out $(LXC_SRC),$(wildcard client/*.c))
 
 BIN_RUN     = $(if $(RUN_SRC),$(O)/semvisor-run)
 BIN_DAEMON  = $(if $(DAEMON_SRC),$(O)/semvisord)
 BIN_CTL     = $(if $(CTL_SRC),$(O)/semvisorctl)
-BINS        = $(BIN_RUN) $(BIN_DAEMON) $(BIN_CTL)
+# semvisor-lxc only where liblxc's headers are (Debian's lxc-dev): the rest builds without it.
+HAVE_LXC   := $(shell pkg-config --exists lxc 2>/dev/null && echo 1)
+BIN_LXC     = $(if $(and $(HAVE_LXC),$(wildcard $(LXC_SRC))),$(O)/semvisor-lxc)
+BINS        = $(BIN_RUN) $(BIN_DAEMON) $(BIN_CTL) $(BIN_LXC)
 
 TEST_SRC    = $(wildcard tests/[0-9][0-9]-*.c)
 TEST_BIN    = $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
@@ -118,7 +122,8 @@ DEMO_SRC    = $(wildcard demo/*.c)
 DEMO_BIN    = $(patsubst demo/%.c,$(O)/demo/%,$(DEMO_SRC))
 
 ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
-              $(patsubst %.c,$(O)/%.o,$(RUN_SRC) $(DAEMON_SRC) $(CTL_SRC))
+              $(patsubst %.c,$(O)/%.o,$(RUN_SRC) $(DAEMON_SRC) $(CTL_SRC) \
+                                      $(if $(BIN_LXC),$(LXC_SRC)))
 
 .SECONDARY:
 
@@ -156,6 +161,13 @@ CTL_LIB_OBJ = $(O)/server/control/ctl_frame.o $(O)/server/control/ctl_metrics.o 
               $(O)/server/util/utf8.o $(PROTO_C:.c=.o)
 $(O)/semvisorctl: $(patsubst %.c,$(O)/%.o,$(CTL_SRC)) $(CTL_LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_PROTO) $(LIBS_JSON)
+
+# semvisor-lxc shares the agent message and its transfer (handoff/msg.c, xfer.c) with the
+# daemon, the way runc's side of it is written once for semvisor-run too.
+LXC_LIB_OBJ = $(O)/server/handoff/msg.o $(O)/server/handoff/xfer.o
+$(O)/client/semvisor-lxc.o: CPPFLAGS += $(shell pkg-config --cflags lxc 2>/dev/null)
+$(O)/semvisor-lxc: $(O)/client/semvisor-lxc.o $(LXC_LIB_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_JSON) $(shell pkg-config --libs lxc 2>/dev/null)
 
 $(O)/tests/%: $(O)/tests/%.o $(TLIB_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
@@ -202,7 +214,7 @@ $(O)/demo/%: $(O)/demo/%.o $(LIB)
 DEPS_PKGS = build-essential pkg-config libseccomp-dev libev-dev liburcu-dev libprotobuf-c-dev \
             libjansson-dev protobuf-c-compiler libcriterion-dev libsystemd-dev clang libclang-rt-14-dev \
             spin gnuplot-nox runc busybox-static systemd iproute2 util-linux python3-yaml \
-            prometheus
+            prometheus lxc lxc-dev
 
 deps:
 	@missing=$$(for p in $(DEPS_PKGS); do \
@@ -275,15 +287,18 @@ bench-quick: all
 	./bench/run.sh $(O) quick
 
 # ---- install, lint -------------------------------------------------------------------------
-# The three programs, their pages and the systemd files: tests and benchmarks are not built.
+# The programs (semvisor-lxc where liblxc is), their pages and the systemd files: tests and
+# benchmarks are not built.
+MAN1 = $(filter-out $(if $(BIN_LXC),,client/semvisor-lxc.1),$(wildcard interposer/*.1 client/*.1))
 install: $(BINS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
 	$(if $(BIN_RUN),install -m 0755 $(BIN_RUN) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_CTL),install -m 0755 $(BIN_CTL) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(BIN_LXC),install -m 0755 $(BIN_LXC) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_DAEMON),install -m 0755 $(BIN_DAEMON) $(DESTDIR)$(PREFIX)/sbin/)
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	           $(DESTDIR)$(PREFIX)/share/man/man8
-	$(foreach m,$(wildcard interposer/*.1 client/*.1),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man1/;)
+	$(foreach m,$(MAN1),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man1/;)
 	$(foreach m,$(wildcard server/daemon/*.5),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man5/;)
 	$(foreach m,$(wildcard server/daemon/*.8),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man8/;)
 	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh)
@@ -291,6 +306,7 @@ install: $(BINS)
 # Everything install put there, but /etc/semvisor/semvisord.conf: the administrator's.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/semvisor-run $(DESTDIR)$(PREFIX)/bin/semvisorctl \
+	      $(DESTDIR)$(PREFIX)/bin/semvisor-lxc \
 	      $(DESTDIR)$(PREFIX)/sbin/semvisord
 	$(foreach m,$(wildcard interposer/*.1 client/*.1),rm -f $(DESTDIR)$(PREFIX)/share/man/man1/$(notdir $(m));)
 	$(foreach m,$(wildcard server/daemon/*.5),rm -f $(DESTDIR)$(PREFIX)/share/man/man5/$(notdir $(m));)
