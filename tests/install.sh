@@ -1,5 +1,5 @@
 #!/bin/sh
-# make install and make uninstall, into a scratch DESTDIR: install builds the three programs
+# make install and make uninstall, into a scratch DESTDIR: install builds the programs
 # only (no test, no benchmark), puts every file where the README says, and uninstall leaves
 # nothing behind but the administrator's configuration; and every configuration key is in
 # semvisord.conf(5) and the example file. Usage: O=build tests/install.sh
@@ -36,6 +36,14 @@ for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord \
 	etc/semvisor/semvisord.conf; do
 	[ -f "$dest/root/$f" ] || fail "make install did not put $f"
 done
+# semvisor-lxc and its page wherever liblxc is (the Makefile builds it only there).
+if pkg-config --exists lxc 2>/dev/null; then
+	for f in usr/bin/semvisor-lxc usr/share/man/man1/semvisor-lxc.1; do
+		[ -f "$dest/root/$f" ] || fail "make install did not put $f (liblxc is here)"
+	done
+	"$dest/root/usr/bin/semvisor-lxc" --version >/dev/null ||
+		fail "the installed semvisor-lxc does not run"
+fi
 grep -q 'ExecStart=/usr/sbin/semvisord' "$dest/root/usr/lib/systemd/system/semvisord.service" ||
 	fail "semvisord.service does not run /usr/sbin/semvisord"
 "$dest/root/usr/bin/semvisor-run" --version >/dev/null || fail "the installed semvisor-run does not run"
