@@ -442,3 +442,38 @@ Test(daemon_lxc, no_listener)
 	free(ct_run(p, &rc));
 	cr_assert_eq(rc, 0);
 }
+
+/* Usage errors are 1 and name the program; -n is not --ns (lxc-start -n names a container). */
+Test(daemon_lxc, usage)
+{
+	static const char *const bad[][4] = {
+		{ NULL },
+		{ "--ns=a b", "x", NULL },
+		{ "--ns=", "x", NULL },
+		{ "-n", "x", NULL },
+		{ "x", "y", NULL },
+	};
+	const char *argv[8];
+	char *out;
+	int rc;
+
+	dh_setup_ns(false); /* a directory for the output, nothing more */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int n = 0;
+
+		argv[n++] = dh_bin("semvisor-lxc");
+		for (int j = 0; bad[i][j]; j++)
+			argv[n++] = bad[i][j];
+		argv[n] = NULL;
+		rc = dh_run(argv, 10000, &out);
+		cr_assert_eq(rc, 1, "case %zu: exit %d:\n%s", i, rc, out);
+		cr_assert(!strncmp(out, "semvisor-lxc: ", 14), "case %zu:\n%s", i, out);
+		cr_assert(strstr(out, "Try 'semvisor-lxc --help'"), "case %zu:\n%s", i, out);
+		free(out);
+	}
+	argv[1] = "--help";
+	argv[2] = NULL;
+	cr_assert_eq(dh_run(argv, 10000, &out), 0, "%s", out);
+	cr_assert(strstr(out, "Usage: semvisor-lxc [OPTION]... NAME"), "%s", out);
+	free(out);
+}
