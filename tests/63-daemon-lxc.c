@@ -477,3 +477,47 @@ Test(daemon_lxc, usage)
 	cr_assert(strstr(out, "Usage: semvisor-lxc [OPTION]... NAME"), "%s", out);
 	free(out);
 }
+
+/*
+ * semvisord refuses a container (max_clients reached): semvisor-lxc says so and exits 3. The
+ * refused container's calls would wait (LXC's monitor keeps its listener), so it is never
+ * released, only stopped.
+ */
+Test(daemon_lxc, refused)
+{
+	struct lxc_ct *x, *y;
+	struct dh_daemon d;
+	char confopt[PATH_MAX + 32], *out;
+	const char *daemon_args[] = { confopt, NULL };
+	int rc;
+
+	lxc_setup();
+	dh_write_file(dh_path("one.conf"), "max_clients = 1\n");
+	snprintf(confopt, sizeof(confopt), "--config=%s", dh_path("one.conf"));
+	dh_daemon_start(&d, "d", daemon_args);
+	x = ct_define("x", true, "/bin/ct-sem probe " KEY " absent");
+	y = ct_define("y", true, "/bin/ct-sem probe " KEY " absent");
+	ct_start(x);
+	ct_start(y);
+	ct_wait_file(x, "started");
+	ct_wait_file(y, "started");
+
+	rc = semvisor_lxc(d.sock, NULL, x->name, &out);
+	cr_assert_eq(rc, 0, "semvisor-lxc x: exit %d:\n%s", rc, out);
+	free(out);
+	rc = semvisor_lxc(d.sock, NULL, y->name, &out);
+	cr_assert_eq(rc, 3, "semvisor-lxc y, over max_clients: exit %d:\n%s", rc, out);
+	cr_assert(strstr(out, "semvisor-lxc: semvisord at ") && strstr(out, " refused container "),
+		  "%s", out);
+	free(out);
+	dh_daemon_alive(&d);
+	out = dh_log(&d);
+	cr_assert(strstr(out, " refused: 1 clients already (max_clients)"), "%s", out);
+	free(out);
+
+	/* the one served is served still */
+	out = ct_run(x, &rc);
+	cr_assert_eq(rc, 0, "container x: exit %d:\n%s", rc, out);
+	cr_assert(strstr(out, "kernel sets: 0\n"), "x's calls reached the kernel:\n%s", out);
+	free(out);
+}
