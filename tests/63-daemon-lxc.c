@@ -15,6 +15,9 @@
  *   B  ct-sem probe with --ns NAME: the same named namespace, so it sees A's set;
  *   C  ct-sem probe without --ns: its own IPC namespace, where A's key is absent.
  * ct-sem checks that the kernel holds no set (/proc/sysvipc/sem): every call went to semvisord.
+ * Beside them, semvisor-lxc's exit statuses: 1 for usage errors, 2 for a container that does
+ * not exist or has no listener, 3 when semvisord is not there or refuses the container (which
+ * leaves the container it already serves unharmed).
  *
  * lxc-start runs in the foreground (-F), as a child of the test; the test's cleanup stops every
  * container with lxc-stop -k first, so that LXC's monitor removes its cgroups, then kills what
