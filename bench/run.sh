@@ -50,7 +50,8 @@ fi
 # ---- what the run needs ------------------------------------------------------------------------
 RUN="$O/semvisor-run"
 need=("$O/bench/floor" "$O/bench/engine" "$O/bench/locks" "$O/bench/semop_multi"
-	"$O/bench/lockunlock" "$O/bench/bulkwake" "$O/bench/scale" "$O/bench/tenants" "$RUN")
+	"$O/bench/lockunlock" "$O/bench/bulkwake" "$O/bench/scale" "$O/bench/tenants"
+	"$O/bench/openview" "$RUN")
 for p in "${need[@]}"; do
 	[ -x "$p" ] || die "missing $p: build it first (make $p, or make all)"
 done
@@ -254,6 +255,11 @@ step listeners ./bench/listeners.sh "$O" "$RES/listeners.tsv"
 rm -f "$RES/tenants.tsv" # the goal must not be read from an earlier run's file
 step tenants env SEMVISORD="$SEMVISORD" ./bench/tenants.sh "$O" "$RES/tenants.tsv" "${Q[@]}"
 step scale "$O/bench/scale" "${Q[@]}" --out "$RES/scale.tsv" "${RUN_ROW[@]}"
+if [ "$MODE" = full ]; then
+	step openview "$O/bench/openview" --rounds 7 --run "$RUN"
+else
+	step openview "$O/bench/openview" --rounds 3 --run "$RUN"
+fi
 # Last: its 16 spinning threads would otherwise weigh on the load figures of the steps after it.
 step locks "$O/bench/locks" "${Q[@]}" --out "$RES" --no-plot
 
@@ -448,6 +454,7 @@ section() { # section NAME TITLE [fence]
 	section listeners "semvisord: one client attached, then 100"
 	section tenants "tenants: a victim's latency alone and beside greedy tenants"
 	section scale "scale: sets, semaphores, parked waiters"
+	section openview "openview: what --proc-view costs (every open trapped; the view itself)"
 	[ -f "$RES/scale.png" ] && printf '\n![scale](scale.png)\n'
 	section engine "engine, per-semaphore locking (bench/engine)" fence
 	section engine_global "engine, whole-set locking (LOCKING=global build)" fence

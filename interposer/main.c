@@ -56,6 +56,7 @@ struct options {
 	struct sv_limits limits;
 	const char *daemon;  /* agent socket, or NULL for an embedded supervisor */
 	const char *control; /* control socket to serve, or NULL */
+	bool proc_view;	     /* trap opens: /proc/sysvipc/sem shows our sets (procview.h) */
 	char **argv;
 };
 
@@ -79,6 +80,10 @@ static void usage(FILE *f)
 	       "      --workers=N        serve with N worker threads (default 1)\n"
 	       "      --control=SOCKET   serve semvisorctl's control socket at SOCKET while the\n"
 	       "                         supervisor runs\n"
+	       "      --proc-view        make /proc/sysvipc/sem show PROGRAM's sets, as natively\n"
+	       "                         (ipcs, lsipc); every open then costs a round trip to\n"
+	       "                         the supervisor, and an open interrupted by a signal\n"
+	       "                         whose handler lacks SA_RESTART fails with EINTR\n"
 	       "      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
 	       "                         embedded supervisor; SOCKET defaults to\n"
 	       "                         " DEFAULT_AGENT "\n"
@@ -102,7 +107,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		OPT_LIMITS,
 		OPT_WORKERS,
 		OPT_DAEMON,
-		OPT_CONTROL
+		OPT_CONTROL,
+		OPT_PROC_VIEW
 	};
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
@@ -112,6 +118,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "daemon", optional_argument, NULL, OPT_DAEMON },
 		{ "control", required_argument, NULL, OPT_CONTROL },
+		{ "proc-view", no_argument, NULL, OPT_PROC_VIEW },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -163,6 +170,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_CONTROL:
 			o->control = optarg;
+			break;
+		case OPT_PROC_VIEW:
+			o->proc_view = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -387,10 +397,11 @@ static void become_program(const struct options *o, int handoff, int errfd)
     __attribute__((noreturn));
 static void become_program(const struct options *o, int handoff, int errfd)
 {
-	struct filter_opts fopts = { .trap_ns_changes = true };
+	struct filter_opts fopts = { .trap_ns_changes = true, .trap_opens = o->proc_view };
 	struct ho_info info = { .pid = getpid() };
+	char err[512], msg[HO_BUILD_MAX], ok = 0;
 	struct pollfd pfd;
-	char err[512], ok = 0;
+	size_t msglen;
 	int listener, rc;
 
 	if (o->daemon) {
@@ -400,11 +411,18 @@ static void become_program(const struct options *o, int handoff, int errfd)
 		snprintf(info.metadata, sizeof(info.metadata), "semvisor-run ns-traps");
 	}
 	snprintf(info.id, sizeof(info.id), "semvisor-run-%d", (int)getpid());
+	/*
+	 * Everything this process does between the filter and the handoff must stay clear of
+	 * what the filter traps, since nobody serves it yet: the message is built first.
+	 */
+	rc = ho_build(&info, msg, sizeof(msg), &msglen);
+	if (rc)
+		report(errfd, EXIT_SELF, -rc, "building the handoff message failed");
 
 	listener = filter_install(&fopts, err, sizeof(err));
 	if (listener < 0)
 		report(errfd, EXIT_SELF, -listener, err);
-	rc = ho_send(handoff, listener, &info);
+	rc = ho_send_msg(handoff, listener, msg, msglen);
 	/* Our copy must go: the listener lives while any copy is open, ours included. */
 	close(listener);
 	if (rc)

@@ -15,6 +15,7 @@
  *   mem-prot     PROT_NONE, read-only and unmapped buffers for every command
  *   eintr-creds  set*id, setgroups, capset, execve, unshare/setns under a signal flood
  *   i386-entry   every 32-bit semaphore entry point fails closed (not differential)
+ *   proc-view    /proc/sysvipc/sem and the tools that read it, with --proc-view
  *
  * A failure shows all three outputs.
  */
@@ -128,6 +129,16 @@ Test(run_security, i386_credential_drop)
 	if (!i386_available())
 		cr_skip_test(I386_SKIP_REASON);
 	diff3("i386-creds", NULL, NULL, 60);
+}
+
+/*
+ * --proc-view: /proc/sysvipc/sem shows the program's own sets in the kernel's format, however
+ * its path is written (relative, through /proc/self, a symlink, a dirfd, a second proc mount,
+ * openat2's resolve flags), and ipcs, lsipc and ipcrm print what they print natively.
+ */
+Test(run_security, proc_sysvipc_sem_view)
+{
+	diff3("proc-view", NULL, (const char *const[]){ "--proc-view", NULL }, 60);
 }
 
 /* a non-leader thread's exec of a set-user-ID binary: the new credentials count */

@@ -606,6 +606,28 @@ int sv_ns_for_each_set(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, v
 	return ret;
 }
 
+int sv_ns_for_each_set_ordered(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, void *),
+			       void *arg)
+{
+	struct sv_set_info info;
+	int ret = 0;
+
+	/* ids_lock: no set comes or goes, and every index below max_idx stays as it is */
+	xlock(&ns->ids_lock);
+	rcu_read_lock();
+	for (int idx = 0; idx <= ns->max_idx && !ret; idx++) {
+		struct sv_set *set = set_lookup_index(ns, idx);
+
+		if (!set)
+			continue;
+		set_info(set, &info);
+		ret = fn(&info, arg);
+	}
+	rcu_read_unlock();
+	xunlock(&ns->ids_lock);
+	return ret;
+}
+
 int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv_sem_info *sems,
 		   int cap)
 {

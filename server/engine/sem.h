@@ -386,6 +386,13 @@ void sv_ns_info(struct sv_ns *ns, struct sv_ns_info *out);
 /* Call fn for every set (under RCU: fn must not call back into the engine). Stops on non-zero. */
 int sv_ns_for_each_set(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, void *), void *arg);
 /*
+ * The same, in index order (the kernel's /proc/sysvipc/sem order), as one consistent state: no
+ * set is made or removed while it runs, since it holds the namespace's ids_lock; fn must not
+ * call into the namespace.
+ */
+int sv_ns_for_each_set_ordered(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, void *),
+			       void *arg);
+/*
  * One set by id: its info and up to cap semaphores' info. Returns the number of semaphores
  * (may exceed cap), or -EINVAL if there is no such set.
  */

@@ -47,21 +47,25 @@
 
 int ho_send(int sock, int listener_fd, const struct ho_info *info)
 {
+	char msg[HO_BUILD_MAX];
+	size_t len;
+	int rc = ho_build(info, msg, sizeof(msg), &len);
+
+	return rc ? rc : ho_send_msg(sock, listener_fd, msg, len);
+}
+
+int ho_send_msg(int sock, int listener_fd, const char *msg, size_t len)
+{
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} ctl;
-	char msg[HO_BUILD_MAX];
-	size_t len, off = 0;
-	int rc;
+	size_t off = 0;
 
 	if (listener_fd < 0)
 		return -EBADF;
-	rc = ho_build(info, msg, sizeof(msg), &len);
-	if (rc)
-		return rc;
 	while (off < len) {
-		struct iovec iov = { msg + off, len - off };
+		struct iovec iov = { (char *)msg + off, len - off }; /* sendmsg only reads it */
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 		struct pollfd pfd = { .fd = sock, .events = POLLOUT };
 		ssize_t n;

@@ -14,6 +14,12 @@
 
 /* Send info and listener_fd in one sendmsg. 0 or -errno. */
 int ho_send(int sock, int listener_fd, const struct ho_info *info);
+/*
+ * The same with the message built beforehand (ho_build()): for a sender whose own filter
+ * already traps what building does (jansson reads /dev/urandom for its first object) and that
+ * nobody serves until the message is out.
+ */
+int ho_send_msg(int sock, int listener_fd, const char *msg, size_t len);
 
 /*
  * Receive one message: read until the JSON object is complete (or EOF), take the fd named

@@ -124,11 +124,15 @@ static int build_64(uint32_t arch, const struct filter_opts *o, scmp_filter_ctx 
 {
 	static const int sem_calls[] = { SCMP_SYS(semget), SCMP_SYS(semop), SCMP_SYS(semtimedop),
 					 SCMP_SYS(semctl) };
+	static const int open_calls[] = { SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2) };
 	scmp_filter_ctx ctx = NULL;
 	int rc = table_ctx(arch, &ctx);
 
 	for (size_t i = 0; !rc && i < sizeof(sem_calls) / sizeof(sem_calls[0]); i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, sem_calls[i], 0);
+	for (size_t i = 0; !rc && o->trap_opens && i < sizeof(open_calls) / sizeof(open_calls[0]);
+	     i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, open_calls[i], 0);
 	return table_done(ctx, o, rc, out);
 }
 

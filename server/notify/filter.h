@@ -12,6 +12,7 @@
  *   i386          ipc(2) SEMOP, SEMGET, SEMCTL, SEMTIMEDOP      ENOSYS, with any version in
  *                 (call & 0xffff, as the kernel decodes it),    the call's upper 16 bits
  *                 semget, semctl, semtimedop_time64             ENOSYS
+ *   x86_64, x32   open, openat, openat2                         trapped when trap_opens
  *   all three     unshare with CLONE_NEWIPC or CLONE_SYSVSEM;   trapped when trap_ns_changes:
  *                 setns with nstype 0 or one naming             the supervisor notes the change
  *                 CLONE_NEWIPC                                  and lets the call run
@@ -35,6 +36,12 @@
 struct filter_opts {
 	/* Trap unshare/setns as above, so the supervisor knows of namespace changes at once. */
 	bool trap_ns_changes;
+	/*
+	 * Trap open, openat and openat2 (x86_64 and x32) too, so that a read of
+	 * /proc/sysvipc/sem gets the supervisor's sets (procview.h); every other open runs on
+	 * at once (CONTINUE), at the cost of a notification's round trip each.
+	 */
+	bool trap_opens;
 	/* Set no_new_privs even when privileged enough not to need it. */
 	bool force_nnp;
 };

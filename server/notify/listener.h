@@ -81,6 +81,11 @@ static inline int nt_answer(const struct nt_listener *l, uint64_t id, long val, 
 	return l->tp->answer(l, id, val, flags);
 }
 
+static inline int nt_answer_fd(const struct nt_listener *l, uint64_t id, int fd, bool cloexec)
+{
+	return l->tp->answer_fd(l, id, fd, cloexec);
+}
+
 static inline bool nt_waits(const struct nt_listener *l, uint64_t id)
 {
 	return l->tp->waits(l, id);

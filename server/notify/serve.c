@@ -17,17 +17,22 @@
  * gets one extra EINTR.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/audit.h>
+#include <unistd.h>
 
 #include "lock/xpthread.h"
 #include "notify/exits.h"
 #include "notify/ident.h"
 #include "notify/listener.h"
 #include "notify/parked.h"
+#include "notify/procview.h"
 #include "notify/serve.h"
 #include "notify/stats.h"
 #include "notify/super.h"
@@ -35,7 +40,10 @@
 #include "util/fault.h"
 
 #define X32_BIT	      0x40000000
-#define NR_UNSHARE    272 /* x86_64 and x32 */
+#define NR_OPEN	      2 /* x86_64 and x32 */
+#define NR_OPENAT     257
+#define NR_OPENAT2    437
+#define NR_UNSHARE    272
 #define NR_SETNS      308
 #define NR32_UNSHARE  310 /* i386 */
 #define NR32_SETNS    346
@@ -652,6 +660,98 @@ out:
 	nt_thread_put(thr);
 }
 
+/* ---- opens (procview.h) ---- */
+
+/*
+ * A NUL-terminated path from the caller's memory, a page at a time so that a string ending
+ * before an unmapped page is read whole. false if it is not there or longer than PATH_MAX:
+ * the kernel then has its own answer (EFAULT, ENAMETOOLONG).
+ */
+static bool read_path(const struct nt_listener *l, pid_t tid, uint64_t addr, char *buf)
+{
+	size_t got = 0;
+
+	while (got < PATH_MAX) {
+		size_t chunk = 4096 - ((addr + got) & 4095);
+
+		if (chunk > PATH_MAX - got)
+			chunk = PATH_MAX - got;
+		if (nt_read(l, tid, addr + got, buf + got, chunk))
+			return false;
+		if (memchr(buf + got, '\0', chunk))
+			return true;
+		got += chunk;
+	}
+	return false;
+}
+
+/*
+ * open, openat or openat2 (with trap_opens): a read-only open that reaches the kernel's
+ * /proc/sysvipc/sem gets the supervisor's view of it; anything else runs as it would without
+ * us. The view is of the caller's namespace as a semaphore call would find it (begin_call()),
+ * and the caller is proven ours before it is answered. Whatever goes wrong on our side lets
+ * the open run (the kernel's own file), except memory for the view itself (ENOMEM).
+ */
+static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
+		       int nr)
+{
+	const uint64_t *args = (const uint64_t *)n->data.args;
+	int dirfd = nr == NR_OPEN ? AT_FDCWD : (int)args[0];
+	uint64_t upath = nr == NR_OPEN ? args[0] : args[1];
+	uint64_t flags = nr == NR_OPEN ? args[1] : args[2], resolve = 0;
+	struct sv_wakeq wq;
+	struct call_ctx cx;
+	char path[PATH_MAX];
+	long val;
+	int fd;
+
+	NT_ADD(&wk->stats, calls[NT_OTHER], 1);
+	if (nr == NR_OPENAT2) {
+		struct open_how how;
+
+		/* a size the kernel refuses, or a struct we cannot read: its error is the kernel's */
+		if (args[3] < sizeof(how) || nt_read(l, (pid_t)n->pid, args[2], &how, sizeof(how)))
+			goto run_on;
+		/* what openat2 refuses (EINVAL) it must refuse itself: unknown bits, a stray mode */
+		if (how.flags >> 32 || how.mode)
+			goto run_on;
+		flags = how.flags;
+		resolve = how.resolve;
+	}
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_PATH | O_DIRECTORY | O_CREAT)) ||
+	    !read_path(l, (pid_t)n->pid, upath, path) ||
+	    !pv_is_sysvipc_sem((pid_t)n->pid, dirfd, path, flags, resolve))
+		goto run_on;
+
+	sv_wakeq_init(&wq);
+	if (begin_call(wk, l, n, nr, &cx, &wq)) {
+		nt_deliver(wk, &wq);
+		goto run_on;
+	}
+	cx.c.ns = cx.id.ns->ns;
+	cx.c.cred = &cx.id.cred;
+	cx.c.ops = &caller_ops;
+	cx.c.priv = &cx;
+	fd = pv_render(&cx.c);
+	if (fd >= 0) {
+		val = nt_answer_fd(l, n->id, fd, flags & O_CLOEXEC);
+		close(fd);
+	} else {
+		val = nt_answer(l, n->id, fd, 0) ?: fd;
+	}
+	xunlock(&cx.thr->lock);
+	if (wk->super->cfg.trace)
+		fprintf(wk->super->cfg.trace,
+			"semvisor: [%d] open(/proc/sysvipc/sem) = %ld (the supervisor's view)\n",
+			(int)cx.thr->tid, val);
+	ident_end(&cx.id);
+	nt_deliver(wk, &wq);
+	nt_thread_put(cx.thr);
+	return;
+run_on:
+	nt_answer(l, n->id, 0, NT_CONTINUE);
+}
+
 void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n)
 {
 	int64_t t0 = nt_now_ns();
@@ -679,6 +779,11 @@ void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_
 		case NR_UNSHARE:
 		case NR_SETNS:
 			serve_ns_change(wk, l, n, nr == NR_UNSHARE, false);
+			return;
+		case NR_OPEN:
+		case NR_OPENAT:
+		case NR_OPENAT2:
+			serve_open(wk, l, n, nr);
 			return;
 		}
 	} else if (n->data.arch == AUDIT_ARCH_I386 && (nr == NR32_UNSHARE || nr == NR32_SETNS)) {

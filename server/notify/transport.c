@@ -9,6 +9,7 @@
  * retried.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -54,6 +55,31 @@ static int seccomp_answer(const struct nt_listener *l, uint64_t id, long val, un
 	return 0;
 }
 
+#ifndef SECCOMP_ADDFD_FLAG_SEND
+#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
+#endif
+
+/*
+ * ADDFD with SEND (5.14): the file and the answer in one step, so the caller cannot get the
+ * one without the other. Interrupted before the caller took the file, it did nothing.
+ */
+static int seccomp_answer_fd(const struct nt_listener *l, uint64_t id, int fd, bool cloexec)
+{
+	struct seccomp_notif_addfd a = {
+		.id = id,
+		.flags = SECCOMP_ADDFD_FLAG_SEND,
+		.srcfd = (uint32_t)fd,
+		.newfd_flags = cloexec ? O_CLOEXEC : 0,
+	};
+
+	int rc;
+
+	while ((rc = ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_ADDFD, &a)) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return rc;
+}
+
 static void seccomp_read(const struct nt_listener *l, pid_t tid, struct nt_span *sp, int n)
 {
 	(void)l;
@@ -77,6 +103,7 @@ const struct nt_transport nt_seccomp_transport = {
 	.name = "seccomp",
 	.recv = seccomp_recv,
 	.answer = seccomp_answer,
+	.answer_fd = seccomp_answer_fd,
 	.waits = seccomp_waits,
 	.read = seccomp_read,
 	.write = seccomp_write,

@@ -46,6 +46,12 @@ struct nt_transport {
 	 * died).
 	 */
 	int (*answer)(const struct nt_listener *l, uint64_t id, long val, unsigned int flags);
+	/*
+	 * Answer call id with a file: fd goes into the caller at its lowest free number
+	 * (close-on-exec if cloexec), and the call returns that number. The number, or -errno
+	 * (ENOENT as for answer).
+	 */
+	int (*answer_fd)(const struct nt_listener *l, uint64_t id, int fd, bool cloexec);
 	/* Is call id still waiting for its answer? */
 	bool (*waits)(const struct nt_listener *l, uint64_t id);
 	/*
