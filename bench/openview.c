@@ -91,7 +91,12 @@ static double target_view(void)
 
 /* ---- the driver ---- */
 
-enum { ROW_NATIVE, ROW_RUN, ROW_VIEW, NROWS };
+enum {
+	ROW_NATIVE,
+	ROW_RUN,
+	ROW_VIEW,
+	NROWS
+};
 static const char *const row_name[NROWS] = { "native", "semvisor-run", "semvisor-run --proc-view" };
 
 static char self[4096]; /* this program, for the targets: /proc/self/exe would be the launcher */

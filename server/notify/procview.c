@@ -36,8 +36,7 @@ static int open_in(pid_t tid, const char *what)
 	return open(path, O_PATH | O_CLOEXEC);
 }
 
-bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags,
-		       uint64_t resolve)
+bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags, uint64_t resolve)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (oflags & O_NOFOLLOW) };
 	struct statfs sf;
@@ -76,7 +75,8 @@ bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags,
 	return is;
 }
 
-#define HEADER "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n"
+#define HEADER                                                                                     \
+	"       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n"
 #define LINE_MAX_ 256 /* one line at its widest: eight numbers of up to 20 digits, and spaces */
 
 /*
@@ -199,8 +199,9 @@ int pv_render(const struct sv_caller *c)
 	}
 	free(r.buf);
 	/* a copy that cannot change: the reader gets the sets as they were at the open */
-	if (!err && (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) ||
-		     lseek(fd, 0, SEEK_SET) != 0))
+	if (!err &&
+	    (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) ||
+	     lseek(fd, 0, SEEK_SET) != 0))
 		err = -errno;
 	if (!err) {
 		/* read-only, as the kernel's file opens: a write gets EBADF, not the seal's EPERM */

@@ -43,8 +43,7 @@
  * /proc/sysvipc/sem? Reads tid's /proc entries by number: the caller proves afterwards that
  * tid is still its thread.
  */
-bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags,
-		       uint64_t resolve);
+bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags, uint64_t resolve);
 
 /*
  * The text of /proc/sysvipc/sem for c's namespace, its ids as c's user namespace shows them

@@ -75,7 +75,8 @@ static void consistent_snapshots(void)
 	MUST(pid >= 0);
 	if (pid == 0) {
 		for (int i = 0; i < 400; i++) {
-			int a = semget(K1, 1, IPC_CREAT | 0600), b = semget(K2, 1, IPC_CREAT | 0600);
+			int a = semget(K1, 1, IPC_CREAT | 0600),
+			    b = semget(K2, 1, IPC_CREAT | 0600);
 
 			if (a < 0 || b < 0 || semctl(b, 0, IPC_RMID) || semctl(a, 0, IPC_RMID))
 				_exit(1);
@@ -137,7 +138,8 @@ int main(void)
 	fd = open("/proc/sysvipc", O_RDONLY | O_DIRECTORY);
 	MUST(fd >= 0);
 	show("openat(dirfd, sem)", openat(fd, "sem", O_RDONLY));
-	show("openat2(dirfd, sem, RESOLVE_BENEATH)", openat2_(fd, "sem", O_RDONLY, RESOLVE_BENEATH));
+	show("openat2(dirfd, sem, RESOLVE_BENEATH)",
+	     openat2_(fd, "sem", O_RDONLY, RESOLVE_BENEATH));
 	show("openat2(dirfd, ../sysvipc/sem, RESOLVE_BENEATH)",
 	     openat2_(fd, "../sysvipc/sem", O_RDONLY, RESOLVE_BENEATH));
 	close(fd);
@@ -174,6 +176,11 @@ int main(void)
 	run("ipcs -s");
 	run("ipcs -s -c");
 	run("ipcs -s -u");
+	run("ipcs -s -l");
+	/* times and pids differ between runs: masked */
+	run("ipcs -s -i 0 | sed -E 's/time = .*/time = T/; "
+	    "s/^([0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +)[0-9]+/\\1P/'");
+	run("ipcs -s -t | sed -E 's/[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]+ [0-9:]+ [0-9]+/T/g'");
 	run("lsipc -s");
 	run("lsipc -s -o KEY,ID,PERMS,OWNER,NSEMS,CUID,CGID,UID,GID");
 	run("ipcrm -S 0x5678");
