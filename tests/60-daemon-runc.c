@@ -4,8 +4,9 @@
  * semvisord through linux.seccomp.listenerPath (SPEC B7), exactly as it would to any OCI seccomp
  * agent; semvisord serves the container's semaphore calls.
  *
- * The rootfs is built here from busybox-static plus tests/prog/ct-sem linked statically (see
- * there for what it checks). Each container gets its own IPC namespace (runc's default), so:
+ * The rootfs, config.json and profiles come from tests/60-daemon-ct.h (busybox-static plus
+ * tests/prog/ct-sem linked statically; see there for what it checks), shared with the other
+ * runtimes' tests (tests/62-daemon-runtimes.c). Each container gets its own IPC namespace (runc's default), so:
  *  - two processes of one container share a keyed set (ct-sem's ping-pong, which also checks
  *    that the kernel holds no set: every call went to the daemon);
  *  - a second container cannot see that key while the first container and its set are alive,
@@ -20,15 +21,12 @@
  * If runc itself cannot run a container here (no root, no runc, no busybox, or a plain container
  * without our seccomp profile also fails), the test is skipped and says exactly why.
  */
-#include <jansson.h>
-
-#include "tests/60-daemon-harness.h"
-#include "tests/60-daemon-rootfs.h"
+#include "tests/60-daemon-ct.h"
 
 TestSuite(daemon_runc, .timeout = 120, .fini = dh_cleanup);
 
-#define KEY    "0x5e3a00c7"
-#define ROUNDS 300
+#define KEY    CT_KEY
+#define ROUNDS CT_ROUNDS
 
 struct ct {
 	char id[64];
@@ -39,114 +37,16 @@ struct ct {
 
 static char runc_state[PATH_MAX];
 
-static void write_config_ex(const struct ct *c, const char *rootfs, const char *args_json,
-			    const char *seccomp_json, const char *annotations_json,
-			    const char *sync);
-
-/*
- * config.json: `runc spec`'s default (1.1.5) with process.args, an absolute root, no terminal,
- * /sync bind-mounted (if sync), and the seccomp profile of the brief: allow everything, send
- * the four semaphore calls to the agent at listenerPath.
- */
-
+/* runc's bundle for c, with the brief's profile (agent: NULL for none) and metadata. */
 static void write_config(const struct ct *c, const char *rootfs, const char *args_json,
 			 const char *agent, const char *metadata, const char *sync)
 {
-	char meta[256] = "", seccomp[PATH_MAX + 1024] = "";
+	char *seccomp = agent ? ct_seccomp_json(agent, metadata) : NULL;
 
-	if (metadata)
-		snprintf(meta, sizeof(meta), "\t\t\t\"listenerMetadata\": \"%s\",\n", metadata);
-	if (agent)
-		snprintf(seccomp, sizeof(seccomp),
-			 "{\n"
-			 "\t\t\t\"defaultAction\": \"SCMP_ACT_ALLOW\",\n"
-			 "\t\t\t\"listenerPath\": \"%s\",\n"
-			 "%s"
-			 "\t\t\t\"architectures\": [\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\", "
-			 "\"SCMP_ARCH_X32\"],\n"
-			 "\t\t\t\"syscalls\": [{\"names\": [\"semget\", \"semop\", \"semtimedop\", "
-			 "\"semctl\"], \"action\": \"SCMP_ACT_NOTIFY\"}]\n"
-			 "\t\t}",
-			 agent, meta);
-	write_config_ex(c, rootfs, args_json, agent ? seccomp : NULL, NULL, sync);
-}
-
-/*
- * The same, with the seccomp object given whole (seccomp_json: NULL for no profile) and top-level annotations (annotations_json: the members of the object, or NULL),
- * which runc hands on in the state it sends the agent.
- */
-static void write_config_ex(const struct ct *c, const char *rootfs, const char *args_json,
-			    const char *seccomp_json, const char *annotations_json,
-			    const char *sync)
-{
-	char path[300], sync_mount[PATH_MAX + 256] = "", ann[4096] = "";
-	char *seccomp = NULL;
-
-	if (seccomp_json)
-		cr_assert(asprintf(&seccomp, ",\n\t\t\"seccomp\": %s", seccomp_json) > 0);
-	if (annotations_json)
-		snprintf(ann, sizeof(ann), "\t\"annotations\": {%s},\n", annotations_json);
-	if (sync)
-		snprintf(
-		    sync_mount, sizeof(sync_mount),
-		    ",\n\t\t{\"destination\": \"/sync\", \"type\": \"bind\", \"source\": \"%s\", "
-		    "\"options\": [\"rbind\", \"rw\"]}",
-		    sync);
-	snprintf(path, sizeof(path), "%s/config.json", c->bundle);
-	dh_write_file(
-	    path,
-	    "{\n"
-	    "%s"
-	    "\t\"ociVersion\": \"1.0.2-dev\",\n"
-	    "\t\"process\": {\n"
-	    "\t\t\"terminal\": false,\n"
-	    "\t\t\"user\": {\"uid\": 0, \"gid\": 0},\n"
-	    "\t\t\"args\": %s,\n"
-	    "\t\t\"env\": "
-	    "[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\n"
-	    "\t\t\"cwd\": \"/\",\n"
-	    "\t\t\"capabilities\": {\n"
-	    "\t\t\t\"bounding\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
-	    "\t\t\t\"effective\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
-	    "\t\t\t\"permitted\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"],\n"
-	    "\t\t\t\"ambient\": [\"CAP_AUDIT_WRITE\", \"CAP_KILL\", \"CAP_NET_BIND_SERVICE\"]\n"
-	    "\t\t},\n"
-	    "\t\t\"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": 1024, \"soft\": 1024}],\n"
-	    "\t\t\"noNewPrivileges\": true\n"
-	    "\t},\n"
-	    "\t\"root\": {\"path\": \"%s\", \"readonly\": true},\n"
-	    "\t\"hostname\": \"runc\",\n"
-	    "\t\"mounts\": [\n"
-	    "\t\t{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},\n"
-	    "\t\t{\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\", "
-	    "\"options\": [\"nosuid\", \"strictatime\", \"mode=755\", \"size=65536k\"]},\n"
-	    "\t\t{\"destination\": \"/dev/pts\", \"type\": \"devpts\", \"source\": \"devpts\", "
-	    "\"options\": [\"nosuid\", \"noexec\", \"newinstance\", \"ptmxmode=0666\", "
-	    "\"mode=0620\", \"gid=5\"]},\n"
-	    "\t\t{\"destination\": \"/dev/shm\", \"type\": \"tmpfs\", \"source\": \"shm\", "
-	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"mode=1777\", \"size=65536k\"]},\n"
-	    "\t\t{\"destination\": \"/dev/mqueue\", \"type\": \"mqueue\", \"source\": \"mqueue\", "
-	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\"]},\n"
-	    "\t\t{\"destination\": \"/sys\", \"type\": \"sysfs\", \"source\": \"sysfs\", "
-	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"ro\"]},\n"
-	    "\t\t{\"destination\": \"/sys/fs/cgroup\", \"type\": \"cgroup\", \"source\": "
-	    "\"cgroup\", "
-	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"relatime\", \"ro\"]}%s\n"
-	    "\t],\n"
-	    "\t\"linux\": {\n"
-	    "\t\t\"resources\": {\"devices\": [{\"allow\": false, \"access\": \"rwm\"}]},\n"
-	    "\t\t\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\"}, {\"type\": "
-	    "\"ipc\"}, "
-	    "{\"type\": \"uts\"}, {\"type\": \"mount\"}],\n"
-	    "\t\t\"maskedPaths\": [\"/proc/acpi\", \"/proc/asound\", \"/proc/kcore\", "
-	    "\"/proc/keys\", "
-	    "\"/proc/latency_stats\", \"/proc/timer_list\", \"/proc/timer_stats\", "
-	    "\"/proc/sched_debug\", \"/sys/firmware\", \"/proc/scsi\"],\n"
-	    "\t\t\"readonlyPaths\": [\"/proc/bus\", \"/proc/fs\", \"/proc/irq\", \"/proc/sys\", "
-	    "\"/proc/sysrq-trigger\"]%s\n"
-	    "\t}\n"
-	    "}\n",
-	    ann, args_json, rootfs, sync_mount, seccomp ? seccomp : "");
+	ct_write_oci_config(c->bundle, &(struct ct_oci){ .rootfs = rootfs,
+							 .args_json = args_json,
+							 .seccomp = seccomp,
+							 .sync = sync });
 	free(seccomp);
 }
 
@@ -157,8 +57,7 @@ static void require_runc(void)
 		cr_skip_test("runc needs root (euid %d)", (int)geteuid());
 	if (system("runc --version >/dev/null 2>&1") != 0)
 		cr_skip_test("runc is not installed (Debian package runc)");
-	if (access(BUSYBOX, X_OK))
-		cr_skip_test("%s is missing (Debian package busybox-static)", BUSYBOX);
+	ct_require_busybox();
 }
 
 static void ct_init(struct ct *c, const char *name)
@@ -223,22 +122,16 @@ static void ct_failed(const char *rootfs, const struct ct *failed, int rc, struc
 
 /* Wait (30 s at most) until container c has made the file ready; a container that exits first
    goes to ct_failed(). */
-static void ct_wait_ready(struct ct *c, const char *ready, const char *rootfs, struct dh_daemon *d)
+static void runc_wait_ready(struct ct *c, const char *ready, const char *rootfs,
+			    struct dh_daemon *d)
 {
-	int64_t end = dh_now_ms() + 30000;
+	int st;
 
-	while (access(ready, F_OK)) {
-		int st;
-
-		if (waitpid(c->runc, &st, WNOHANG) == c->runc) {
-			dh_untrack(c->runc);
-			c->runc = 0;
-			ct_failed(rootfs, c, WIFEXITED(st) ? WEXITSTATUS(st) : -1, d);
-		}
-		cr_assert(dh_now_ms() < end, "container %s not ready in 30 s:\n%s", c->id,
-			  dh_slurp(c->out));
-		dh_sleep_ms(10);
-	}
+	if (ct_wait_ready(c->runc, ready, 30000, &st))
+		return;
+	cr_assert(st != -1, "container %s not ready in 30 s:\n%s", c->id, dh_slurp(c->out));
+	c->runc = 0;
+	ct_failed(rootfs, c, WIFEXITED(st) ? WEXITSTATUS(st) : -1, d);
 }
 
 /*
@@ -260,7 +153,7 @@ static void two_containers(const char *metadata, const char *probe_want, char **
 	snprintf(sync, sizeof(sync), "%s", dh_path("sync"));
 	snprintf(ready, sizeof(ready), "%s/ready", sync);
 	cr_assert(mkdir(sync, 0755) == 0);
-	make_rootfs(rootfs, static_ct_sem());
+	ct_make_rootfs(rootfs, ct_static_sem());
 	dh_daemon_start(&d, "d", NULL);
 
 	ct_init(&a, "a");
@@ -274,7 +167,7 @@ static void two_containers(const char *metadata, const char *probe_want, char **
 
 	/* A: runs its ping-pong, then waits in /sync for the release */
 	ct_start(&a);
-	ct_wait_ready(&a, ready, rootfs, &d);
+	runc_wait_ready(&a, ready, rootfs, &d);
 	/* B: while A and its set are alive */
 	ct_start(&b);
 	rc = ct_wait(&b, 30000);
@@ -302,36 +195,12 @@ static void two_containers(const char *metadata, const char *probe_want, char **
 	}
 }
 
-/* A's output after its ping-pong: every value as expected, none of it from the kernel. */
-static void check_a(const char *out)
-{
-	static const char *const want[] = {
-		"created: yes\n",
-		"ping: exited 0\n",
-		"pong: exited 0\n",
-		"sem0 sem1: 0 0\n",
-		"lastpid is pong: yes\n",
-		"kernel sets: 0\n",
-		"mark: 0\n",
-		"after probe: same id yes, sem0 1234\n",
-		"rmid: 0\n",
-	};
-	char counter[64];
-
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		cr_assert(strstr(out, want[i]), "container A did not print '%.*s':\n%s",
-			  (int)strlen(want[i]) - 1, want[i], out);
-	snprintf(counter, sizeof(counter), "counter: %d\n", 2 * ROUNDS);
-	cr_assert(strstr(out, counter), "container A: expected '%s':\n%s", counter, out);
-	cr_assert(!strstr(out, "FAIL"), "container A:\n%s", out);
-}
-
 Test(daemon_runc, containers_isolated)
 {
 	char *a_out, *b_out, *log;
 
 	two_containers(NULL, "absent", &a_out, &b_out, &log);
-	check_a(a_out);
+	ct_check_pingpong(a_out);
 	/* B, in its own IPC namespace, did not see A's key, and its own set was another */
 	cr_assert(strstr(b_out, "probe semget: -1 ENOENT\n"), "B saw A's key:\n%s", b_out);
 	cr_assert(strstr(b_out, "probe own set: created\n"), "B:\n%s", b_out);
@@ -350,7 +219,7 @@ Test(daemon_runc, metadata_names_namespace)
 	char *a_out, *b_out, *log;
 
 	two_containers("ns=semvisor-test-shared", "1234", &a_out, &b_out, &log);
-	check_a(a_out);
+	ct_check_pingpong(a_out);
 	cr_assert(strstr(b_out, "probe sem0: 1234\n"), "B did not see A's set:\n%s", b_out);
 	cr_assert(!strstr(b_out, "FAIL"), "B:\n%s", b_out);
 	cr_assert_eq(dh_count(log, " in namespace semvisor-test-shared"), 2,
@@ -358,27 +227,6 @@ Test(daemon_runc, metadata_names_namespace)
 	free(a_out);
 	free(b_out);
 	free(log);
-}
-
-/* The shipped profile (examples/kubernetes/), its listenerPath the test's daemon's. */
-static char *k8s_profile(const struct dh_daemon *d, const char *metadata)
-{
-	const char *src = dh_src("examples/kubernetes/seccomp-profile.json");
-	json_error_t je;
-	char *profile;
-	json_t *prof;
-
-	cr_assert(src, "examples/kubernetes/seccomp-profile.json not found");
-	prof = json_load_file(src, JSON_REJECT_DUPLICATES, &je);
-	cr_assert(prof, "%s: %s", src, je.text);
-	cr_assert_eq(json_object_set_new(prof, "listenerPath", json_string(d->sock)), 0);
-	if (metadata)
-		cr_assert_eq(json_object_set_new(prof, "listenerMetadata", json_string(metadata)),
-			     0);
-	profile = json_dumps(prof, JSON_INDENT(1));
-	json_decref(prof);
-	cr_assert(profile);
-	return profile;
 }
 
 /* The container's init, as `runc state` gives it. */
@@ -433,17 +281,21 @@ static void pod_start(struct pod_run *r, const char *metadata, const char *ann)
 	snprintf(r->ctlpath, sizeof(r->ctlpath), "%s", dh_path("ctl.sock"));
 	snprintf(r->ctl, sizeof(r->ctl), "--control-socket=%s", r->ctlpath);
 	cr_assert(mkdir(r->sync, 0755) == 0);
-	make_rootfs(r->rootfs, static_ct_sem());
+	ct_make_rootfs(r->rootfs, ct_static_sem());
 	dh_daemon_start(&r->d, "d", daemon_args);
 
-	profile = k8s_profile(&r->d, metadata);
+	profile = ct_profile(&r->d, metadata);
 	ct_init(&r->a, "a");
 	snprintf(args, sizeof(args), "[\"/bin/ct-sem\", \"pingpong\", \"%s\", \"%d\", \"/sync\"]",
 		 KEY, ROUNDS);
-	write_config_ex(&r->a, r->rootfs, args, profile, ann, r->sync);
+	ct_write_oci_config(r->a.bundle, &(struct ct_oci){ .rootfs = r->rootfs,
+							   .args_json = args,
+							   .seccomp = profile,
+							   .annotations = ann,
+							   .sync = r->sync });
 	free(profile);
 	ct_start(&r->a);
-	ct_wait_ready(&r->a, r->ready, r->rootfs, &r->d);
+	runc_wait_ready(&r->a, r->ready, r->rootfs, &r->d);
 }
 
 /* Releases A, checks what it saw of its set, and stops the daemon; returns the daemon's log. */
@@ -458,7 +310,7 @@ static char *pod_finish(struct pod_run *r)
 	out = dh_slurp(r->a.out);
 	cr_assert_eq(rc, 0, "container A: exit %d:\n%s\ndaemon log:\n%s", rc, out,
 		     dh_slurp(r->d.log));
-	check_a(out);
+	ct_check_pingpong(out);
 	free(out);
 	cr_assert_eq(dh_daemon_stop(&r->d), 0, "semvisord did not exit 0 on SIGTERM:\n%s",
 		     dh_slurp(r->d.log));
