@@ -214,7 +214,7 @@ $(O)/demo/%: $(O)/demo/%.o $(LIB)
 DEPS_PKGS = build-essential pkg-config libseccomp-dev libev-dev liburcu-dev libprotobuf-c-dev \
             libjansson-dev protobuf-c-compiler libcriterion-dev libsystemd-dev clang libclang-rt-14-dev \
             spin gnuplot-nox runc busybox-static systemd iproute2 util-linux python3-yaml \
-            prometheus lxc lxc-dev
+            prometheus lxc lxc-dev podman containerd crun
 
 deps:
 	@missing=$$(for p in $(DEPS_PKGS); do \
