@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The program inside the runc containers of tests/60-daemon-runc.c. It runs in a busybox rootfs,
- * so the test links it statically (cc -static); the generic tests/prog rule also builds a dynamic
- * copy, which is never put in a container. A static glibc issues semop/semtimedop/semget/semctl
+ * The program inside the containers of tests/60-daemon-runc.c and tests/62-daemon-runtimes.c
+ * (runc, crun, podman, ctr). It runs in a busybox rootfs, so the tests link it statically (cc
+ * -static, tests/60-daemon-ct.h); the generic tests/prog rule also builds a dynamic copy, which
+ * is never put in a container. A static glibc issues semop/semtimedop/semget/semctl
  * itself, as static and musl programs in containers do: the OCI profile traps all four.
  *
  *   ct-sem pingpong KEY N [SYNCDIR]
