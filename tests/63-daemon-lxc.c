@@ -6,7 +6,7 @@
  * daemon's agent socket by the container's name.
  *
  * The containers run in a private lxcpath in the test's directory, on a busybox-static rootfs
- * with tests/prog/ct-sem linked statically (tests/60-daemon-rootfs.h), without a network. Their
+ * with tests/prog/ct-sem linked statically (tests/60-daemon-ct.h), without a network. Their
  * init is a busybox sh script that announces itself in /sync (a directory bind-mounted from the
  * host, one per container) and waits for /sync/go before its first semaphore call, since a
  * call made before semvisor-lxc has handed the listener over would wait for it: the test runs
@@ -25,8 +25,7 @@
  * lxc-start, no busybox-static, or a plain container without our profile fails too: the skip
  * quotes LXC's log).
  */
-#include "tests/60-daemon-harness.h"
-#include "tests/60-daemon-rootfs.h"
+#include "tests/60-daemon-ct.h"
 
 #define KEY	"0x5e3a00c8"
 #define ROUNDS	300
@@ -72,8 +71,7 @@ static void require_lxc(void)
 		cr_skip_test("lxc-start needs root here (euid %d)", (int)geteuid());
 	if (system("command -v lxc-start >/dev/null 2>&1") != 0)
 		cr_skip_test("lxc-start is not installed (Debian package lxc)");
-	if (access(BUSYBOX, X_OK))
-		cr_skip_test("%s is missing (Debian package busybox-static)", BUSYBOX);
+	ct_require_busybox();
 	if (access(dh_bin("semvisor-lxc"), X_OK))
 		cr_assert_fail("no %s (liblxc's headers missing at build time? Debian package "
 			       "lxc-dev)",
@@ -121,7 +119,7 @@ static void lxc_setup(void)
 	snprintf(lxcpath, sizeof(lxcpath), "%s", dh_path("lxc"));
 	snprintf(rootfs, sizeof(rootfs), "%s", dh_path("rootfs"));
 	cr_assert(mkdir(lxcpath, 0755) == 0);
-	make_rootfs(rootfs, static_ct_sem());
+	ct_make_rootfs(rootfs, ct_static_sem());
 	/* busybox sh: its test and redirections are built in, sleep is an applet */
 	dh_write_file(dh_path("rootfs/bin/ct-init"),
 		      "#!/bin/sh\n"
