@@ -13,7 +13,9 @@
  * semvisor-lxc for every container first, then releases them one by one.
  *   A  ct-sem pingpong with --ns NAME: two processes through a keyed set, held until released;
  *   B  ct-sem probe with --ns NAME: the same named namespace, so it sees A's set;
- *   C  ct-sem probe without --ns: its own IPC namespace, where A's key is absent.
+ *   C  ct-sem probe without --ns: its own IPC namespace, where A's key is absent;
+ * and, as LXC shares a namespace itself, two containers in one kernel IPC namespace
+ * (lxc.namespace.share.ipc), handed over without --ns, which share A's set the same way.
  * ct-sem checks that the kernel holds no set (/proc/sysvipc/sem): every call went to semvisord.
  * Beside them, semvisor-lxc's exit statuses: 1 for usage errors, 2 for a container that does
  * not exist or has no listener, 3 when semvisord is not there or refuses the container (which
@@ -132,9 +134,11 @@ static void lxc_setup(void)
 
 /*
  * Define container tag (its config in lxcpath/NAME), running init_cmd under ct-init; served:
- * with the shipped config lines, their profile path then pointed at the source tree's profile.
+ * with the shipped config lines, their profile path then pointed at the source tree's profile;
+ * extra: more config lines, or NULL.
  */
-static struct lxc_ct *ct_define(const char *tag, bool served, const char *init_cmd)
+static struct lxc_ct *ct_define(const char *tag, bool served, const char *init_cmd,
+				const char *extra)
 {
 	char dir[PATH_MAX + 128], path[PATH_MAX + 144];
 	struct lxc_ct *c;
@@ -158,12 +162,13 @@ static struct lxc_ct *ct_define(const char *tag, bool served, const char *init_c
 		      "lxc.console.path = none\n"
 		      "lxc.tty.max = 0\n"
 		      "lxc.apparmor.profile = unconfined\n"
-		      "%s%s%s%s%s"
+		      "%s%s%s%s%s%s"
 		      "lxc.init.cmd = /bin/ct-init %s\n",
 		      c->name, rootfs, c->sync, served ? "lxc.include = " : "",
 		      served ? shipped("semvisor.conf") : "",
 		      served ? "\nlxc.seccomp.profile = " : "",
-		      served ? shipped("semvisor.seccomp") : "", served ? "\n" : "", init_cmd);
+		      served ? shipped("semvisor.seccomp") : "", served ? "\n" : "",
+		      extra ? extra : "", init_cmd);
 	return c;
 }
 
@@ -227,7 +232,7 @@ static void ct_wait_file(struct lxc_ct *c, const char *name)
 
 			dh_untrack(c->start);
 			c->start = 0;
-			plain = ct_define("plain", false, "/bin/echo plain");
+			plain = ct_define("plain", false, "/bin/echo plain", NULL);
 			sync_touch(plain, "go");
 			ct_start(plain);
 			if (!dh_wait(plain->start, 30000, &st) || !sync_has(plain, "rc")) {
@@ -335,11 +340,11 @@ Test(daemon_lxc, three_containers)
 	dh_daemon_start(&d, "d", daemon_args);
 
 	snprintf(init, sizeof(init), "/bin/ct-sem pingpong %s %d /sync", KEY, ROUNDS);
-	a = ct_define("a", true, init);
+	a = ct_define("a", true, init, NULL);
 	snprintf(init, sizeof(init), "/bin/ct-sem probe %s 1234", KEY);
-	b = ct_define("b", true, init);
+	b = ct_define("b", true, init, NULL);
 	snprintf(init, sizeof(init), "/bin/ct-sem probe %s absent", KEY);
-	c = ct_define("c", true, init);
+	c = ct_define("c", true, init, NULL);
 	ct_start(a);
 	ct_start(b);
 	ct_start(c);
@@ -433,7 +438,7 @@ Test(daemon_lxc, no_listener)
 	int rc;
 
 	lxc_setup();
-	p = ct_define("p", false, "/bin/echo plain");
+	p = ct_define("p", false, "/bin/echo plain", NULL);
 	ct_start(p);
 	ct_wait_file(p, "started");
 	rc = semvisor_lxc(dh_path("nobody.sock"), NULL, p->name, &out);
@@ -496,8 +501,8 @@ Test(daemon_lxc, refused)
 	dh_write_file(dh_path("one.conf"), "max_clients = 1\n");
 	snprintf(confopt, sizeof(confopt), "--config=%s", dh_path("one.conf"));
 	dh_daemon_start(&d, "d", daemon_args);
-	x = ct_define("x", true, "/bin/ct-sem probe " KEY " absent");
-	y = ct_define("y", true, "/bin/ct-sem probe " KEY " absent");
+	x = ct_define("x", true, "/bin/ct-sem probe " KEY " absent", NULL);
+	y = ct_define("y", true, "/bin/ct-sem probe " KEY " absent", NULL);
 	ct_start(x);
 	ct_start(y);
 	ct_wait_file(x, "started");
@@ -521,4 +526,55 @@ Test(daemon_lxc, refused)
 	cr_assert_eq(rc, 0, "container x: exit %d:\n%s", rc, out);
 	cr_assert(strstr(out, "kernel sets: 0\n"), "x's calls reached the kernel:\n%s", out);
 	free(out);
+}
+
+/*
+ * Two containers in one kernel IPC namespace (lxc.namespace.share.ipc, as LXC shares one),
+ * handed over without --ns: served from that namespace, they share its sets as natively.
+ */
+Test(daemon_lxc, shared_kernel_ipc_namespace)
+{
+	struct lxc_ct *a, *b;
+	struct dh_daemon d;
+	char init[256], extra[160], *out, *log;
+	int rc;
+
+	lxc_setup();
+	dh_daemon_start(&d, "d", NULL);
+	snprintf(init, sizeof(init), "/bin/ct-sem pingpong %s %d /sync", KEY, ROUNDS);
+	a = ct_define("e", true, init, NULL);
+	ct_start(a);
+	ct_wait_file(a, "started");
+	rc = semvisor_lxc(d.sock, NULL, a->name, &out);
+	cr_assert_eq(rc, 0, "semvisor-lxc A: exit %d:\n%s", rc, out);
+	free(out);
+	sync_touch(a, "go");
+	ct_wait_file(a, "ready");
+
+	snprintf(init, sizeof(init), "/bin/ct-sem probe %s 1234", KEY);
+	snprintf(extra, sizeof(extra), "lxc.namespace.share.ipc = %s\n", a->name);
+	b = ct_define("f", true, init, extra);
+	ct_start(b);
+	ct_wait_file(b, "started");
+	rc = semvisor_lxc(d.sock, NULL, b->name, &out);
+	cr_assert_eq(rc, 0, "semvisor-lxc B: exit %d:\n%s", rc, out);
+	free(out);
+	out = ct_run(b, &rc);
+	cr_assert_eq(rc, 0, "container B: exit %d:\n%s\nits LXC log:\n%s", rc, out,
+		     dh_slurp(b->log));
+	cr_assert(strstr(out, "probe sem0: 1234\n"), "B did not see A's set:\n%s", out);
+	cr_assert(strstr(out, "kernel sets: 0\n"), "B's calls reached the kernel:\n%s", out);
+	free(out);
+
+	sync_touch(a, "release");
+	ct_wait_file(a, "rc");
+	ct_end(a);
+	log = sync_file(a, "rc");
+	out = sync_file(a, "out");
+	cr_assert_eq(atoi(log), 0, "container A: exit %s:\n%s", log, out);
+	cr_assert(strstr(out, "after probe: same id yes, sem0 1234\n"), "container A:\n%s", out);
+	free(log);
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&d), 0, "semvisord did not exit 0 on SIGTERM:\n%s",
+		     dh_slurp(d.log));
 }
