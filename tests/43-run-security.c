@@ -149,6 +149,40 @@ Test(run_security, proc_sysvipc_sem_view)
 	diff3("proc-view", NULL, (const char *const[]){ "--proc-view", NULL }, 60);
 }
 
+/*
+ * With --limits the supervisor no longer follows /proc/sys/kernel/sem, and --proc-view shows
+ * what it holds: the program reads the limits it is served with, as natively it reads the
+ * ones written into its namespace's file, and ipcs -l says the same.
+ */
+Test(run_security, proc_sysctl_view_with_limits)
+{
+	struct run_spec s = { .prog = "proc-view", .args = { "sysctl" }, .timeout_ms = 60000 };
+	struct run_result native, confined;
+	const char *la, *lb;
+	int line;
+
+	s.sem_sysctl = "250 32000 32 128";
+	run(&s, &native);
+	cr_assert(!native.timed_out && native.status == 0, "natively:\n%s", native.out);
+	cr_assert(strstr(native.out, "250\t32000\t32\t128"), "the file was not written:\n%s",
+		  native.out);
+	s.sem_sysctl = NULL;
+	s.confined = true;
+	s.opts[0] = "--limits=250,32000,32,128";
+	s.opts[1] = "--proc-view";
+	run(&s, &confined);
+	line = run_first_diff(native.out, confined.out, &la, &lb);
+	if (line || confined.status != native.status) {
+		show("native", &native);
+		show("semvisor-run", &confined);
+	}
+	cr_assert(line == 0, "outputs differ from line %d:\n  native: %.*s\n  confined: %.*s", line,
+		  (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
+	cr_assert_eq(confined.status, native.status);
+	run_free(&native);
+	run_free(&confined);
+}
+
 /* a non-leader thread's exec of a set-user-ID binary: the new credentials count */
 Test(run_security, exec_setuid_from_a_thread)
 {

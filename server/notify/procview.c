@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,17 +37,24 @@ static int open_in(pid_t tid, const char *what)
 	return open(path, O_PATH | O_CLOEXEC);
 }
 
-bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags, uint64_t resolve)
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
+enum pv_file pv_classify(pid_t tid, int dirfd, const char *path, uint64_t oflags, uint64_t resolve)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC | (oflags & O_NOFOLLOW) };
+	enum pv_file what = PV_OTHER;
 	struct statfs sf;
 	struct stat sb;
-	bool is = false;
 	int base, fd;
 
 	pthread_once(&sem_ino_once, find_sem_ino);
 	if (!sem_ino || !path[0])
-		return false;
+		return PV_OTHER;
 	/* the caller's restrictions apply to our walk too; the cache-only one would only fail it */
 	how.resolve = resolve & ~(uint64_t)RESOLVE_CACHED;
 	if (path[0] == '/' && !(resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT))) {
@@ -59,20 +67,39 @@ bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags, 
 		char fdname[32];
 
 		if (dirfd < 0)
-			return false; /* the kernel says EBADF */
+			return PV_OTHER; /* the kernel says EBADF */
 		snprintf(fdname, sizeof(fdname), "fd/%d", dirfd);
 		base = open_in(tid, fdname);
 	}
 	if (base < 0)
-		return false;
+		return PV_OTHER;
 	fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
 	close(base);
 	if (fd < 0)
-		return false;
-	is = fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC && fstat(fd, &sb) == 0 &&
-	     S_ISREG(sb.st_mode) && sb.st_ino == sem_ino;
+		return PV_OTHER;
+	if (fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC && fstat(fd, &sb) == 0 &&
+	    S_ISREG(sb.st_mode)) {
+		if (sb.st_ino == sem_ino) {
+			what = PV_SYSVIPC_SEM;
+		} else {
+			/*
+			 * sysctl files get an inode number per mount and open: known by where
+			 * they sit in their proc mount, which only /proc/sys gives them
+			 */
+			char self[32], at[PATH_MAX];
+			ssize_t n;
+
+			snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+			n = readlink(self, at, sizeof(at) - 1);
+			at[n > 0 ? n : 0] = '\0';
+			if (n > 0 && ends_with(at, "/sys/kernel/sem"))
+				what = PV_SYSCTL_SEM;
+			else if (n > 0 && ends_with(at, "/sys/kernel/sem_next_id"))
+				what = PV_SYSCTL_NEXT_ID;
+		}
+	}
 	close(fd);
-	return is;
+	return what;
 }
 
 #define HEADER                                                                                     \
@@ -218,4 +245,40 @@ int pv_render(const struct sv_caller *c)
 		close(fd);
 	}
 	return err ? err : fd;
+}
+
+/* The sysctl's text as proc_ipc_dointvec writes it, in a sealed read-only memfd. */
+static int memfd_of(const char *text, size_t len)
+{
+	int fd = memfd_create("sysvipc-sysctl", MFD_CLOEXEC | MFD_ALLOW_SEALING), ro, err = 0;
+	char self[32];
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
+		err = errno ? -errno : -EIO;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ro = err ? -1 : open(self, O_RDONLY | O_CLOEXEC);
+	if (!err && ro < 0)
+		err = -errno;
+	close(fd);
+	return err ? err : ro;
+}
+
+int pv_render_sysctl(struct sv_ns *ns, enum pv_file what)
+{
+	char text[96];
+	int n;
+
+	if (what == PV_SYSCTL_SEM) {
+		struct sv_limits lim;
+
+		sv_ns_limits(ns, &lim);
+		n = snprintf(text, sizeof(text), "%d\t%d\t%d\t%d\n", lim.semmsl, lim.semmns,
+			     lim.semopm, lim.semmni);
+	} else {
+		n = snprintf(text, sizeof(text), "%d\n", sv_ns_next_id(ns));
+	}
+	return memfd_of(text, (size_t)n);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * /proc/sysvipc/sem as a confined program would find it natively: the sets of its own IPC
- * namespace, which live in the supervisor, not in the kernel. With the filter's trap_opens, an
+ * namespace, which live in the supervisor, not in the kernel; and /proc/sys/kernel/sem and
+ * sem_next_id where the supervisor does not follow those files (fixed limits, a named
+ * namespace), as it holds them. With the filter's trap_opens, an
  * open that reaches the kernel's /proc/sysvipc/sem is answered with a file holding the
  * supervisor's rendering of it instead (serve.c); every other open runs on (CONTINUE).
  *
@@ -37,18 +39,32 @@
 
 #include "engine/sem.h"
 
+/* What an open reaches, of what the view answers for. */
+enum pv_file {
+	PV_OTHER,	   /* anything else: the open runs on */
+	PV_SYSVIPC_SEM,	   /* /proc/sysvipc/sem */
+	PV_SYSCTL_SEM,	   /* /proc/sys/kernel/sem */
+	PV_SYSCTL_NEXT_ID, /* /proc/sys/kernel/sem_next_id */
+};
+
 /*
- * Does path, opened by thread tid relative to dirfd (AT_FDCWD: its working directory) with
- * open flags oflags (O_NOFOLLOW counts) and openat2's resolve flags, reach the kernel's
- * /proc/sysvipc/sem? Reads tid's /proc entries by number: the caller proves afterwards that
- * tid is still its thread.
+ * What path, opened by thread tid relative to dirfd (AT_FDCWD: its working directory) with
+ * open flags oflags (O_NOFOLLOW counts) and openat2's resolve flags, reaches. Reads tid's /proc
+ * entries by number: the caller proves afterwards that tid is still its thread.
  */
-bool pv_is_sysvipc_sem(pid_t tid, int dirfd, const char *path, uint64_t oflags, uint64_t resolve);
+enum pv_file pv_classify(pid_t tid, int dirfd, const char *path, uint64_t oflags, uint64_t resolve);
 
 /*
  * The text of /proc/sysvipc/sem for c's namespace, its ids as c's user namespace shows them
  * (c->ops->uid_out), in a sealed memfd positioned at 0: the fd, or -errno.
  */
 int pv_render(const struct sv_caller *c);
+
+/*
+ * The text of /proc/sys/kernel/sem or sem_next_id for namespace ns, as the supervisor holds
+ * them, in a sealed read-only memfd: the fd, or -errno. For namespaces whose values do not
+ * follow the kernel's file (--limits, a named namespace): the others read the file itself.
+ */
+int pv_render_sysctl(struct sv_ns *ns, enum pv_file what);
 
 #endif

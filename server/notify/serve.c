@@ -699,6 +699,7 @@ static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct
 	int dirfd = nr == NR_OPEN ? AT_FDCWD : (int)args[0];
 	uint64_t upath = nr == NR_OPEN ? args[0] : args[1];
 	uint64_t flags = nr == NR_OPEN ? args[1] : args[2], resolve = 0;
+	enum pv_file what;
 	struct sv_wakeq wq;
 	struct call_ctx cx;
 	char path[PATH_MAX];
@@ -719,8 +720,10 @@ static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct
 		resolve = how.resolve;
 	}
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_PATH | O_DIRECTORY | O_CREAT)) ||
-	    !read_path(l, (pid_t)n->pid, upath, path) ||
-	    !pv_is_sysvipc_sem((pid_t)n->pid, dirfd, path, flags, resolve))
+	    !read_path(l, (pid_t)n->pid, upath, path))
+		goto run_on;
+	what = pv_classify((pid_t)n->pid, dirfd, path, flags, resolve);
+	if (what == PV_OTHER)
 		goto run_on;
 
 	sv_wakeq_init(&wq);
@@ -732,7 +735,19 @@ static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct
 	cx.c.cred = &cx.id.cred;
 	cx.c.ops = &caller_ops;
 	cx.c.priv = &cx;
-	fd = pv_render(&cx.c);
+	if (what == PV_SYSVIPC_SEM) {
+		fd = pv_render(&cx.c);
+	} else if ((what == PV_SYSCTL_SEM ? cx.id.ns->sem_fd : cx.id.ns->next_id_fd) < 0) {
+		/* fixed limits, or a named namespace: the file is not what we serve from */
+		fd = pv_render_sysctl(cx.id.ns->ns, what);
+	} else {
+		/* the kernel's file is the namespace's, and we follow it: the open runs on */
+		xunlock(&cx.thr->lock);
+		ident_end(&cx.id);
+		nt_deliver(wk, &wq);
+		nt_thread_put(cx.thr);
+		goto run_on;
+	}
 	if (fd >= 0) {
 		val = nt_answer_fd(l, n->id, fd, flags & O_CLOEXEC);
 		close(fd);
@@ -742,8 +757,11 @@ static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct
 	xunlock(&cx.thr->lock);
 	if (wk->super->cfg.trace)
 		fprintf(wk->super->cfg.trace,
-			"semvisor: [%d] open(/proc/sysvipc/sem) = %ld (the supervisor's view)\n",
-			(int)cx.thr->tid, val);
+			"semvisor: [%d] open(%s) = %ld (the supervisor's view)\n", (int)cx.thr->tid,
+			what == PV_SYSVIPC_SEM	? "/proc/sysvipc/sem"
+			: what == PV_SYSCTL_SEM ? "/proc/sys/kernel/sem"
+						: "/proc/sys/kernel/sem_next_id",
+			val);
 	ident_end(&cx.id);
 	nt_deliver(wk, &wq);
 	nt_thread_put(cx.thr);

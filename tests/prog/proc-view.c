@@ -8,6 +8,9 @@
  * directory) fail as natively. Times are shown as T (set) or 0, since the runs differ in them.
  *
  * Usage: proc-view (in a fresh IPC namespace, as root)
+ *        proc-view sysctl: /proc/sys/kernel/sem and sem_next_id as read, what ipcs -l makes of
+ *        them, and semget at the limits they give (run with limits of the caller's choosing:
+ *        natively written into the file, under semvisor-run given with --limits)
  */
 #include <ctype.h>
 #include <linux/openat2.h>
@@ -109,7 +112,25 @@ static void run(const char *cmd)
 	EXPECT(system(cmd) == 0, "%s failed", cmd);
 }
 
-int main(void)
+static void sysctls(void)
+{
+	int lim[4];
+	FILE *f;
+
+	show("/proc/sys/kernel/sem", open("/proc/sys/kernel/sem", O_RDONLY));
+	show("/proc/sys/kernel/sem_next_id", open("/proc/sys/kernel/sem_next_id", O_RDONLY));
+	run("ipcs -s -l");
+	f = fopen("/proc/sys/kernel/sem", "r");
+	MUST(f && fscanf(f, "%d %d %d %d", &lim[0], &lim[1], &lim[2], &lim[3]) == 4);
+	fclose(f);
+	/* the limits the file shows are the ones semget keeps */
+	printf("semget of SEMMSL semaphores: %s\n",
+	       semget(IPC_PRIVATE, lim[0], 0600) >= 0 ? "ok" : strerrorname_np(errno));
+	printf("semget of SEMMSL+1 semaphores: %s\n",
+	       semget(IPC_PRIVATE, lim[0] + 1, 0600) >= 0 ? "ok" : strerrorname_np(errno));
+}
+
+int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/proc-view-XXXXXX", link[128], procdir[80];
 	struct semid_ds ds = { 0 };
@@ -118,6 +139,10 @@ int main(void)
 	int a, b, c, d, fd;
 
 	prog_init();
+	if (argc > 1 && !strcmp(argv[1], "sysctl")) {
+		sysctls();
+		return prog_exit_status();
+	}
 	a = semget(0x1234, 3, IPC_CREAT | 0640);
 	b = semget(IPC_PRIVATE, 1, 0600);
 	c = semget(0x5678, 2, IPC_CREAT | 0666);
