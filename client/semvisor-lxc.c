@@ -52,8 +52,6 @@ enum {
 #define DEFAULT_AGENT "/run/semvisor/agent.sock"
 /* How long semvisord may take to say it serves the container. */
 #define ACK_MS 10000
-/* readlink of a listener fd: the name kernel/seccomp.c gives its anonymous inode */
-#define LISTENER_LINK "anon_inode:seccomp notify"
 
 struct options {
 	const char *socket;
@@ -168,24 +166,12 @@ static int parse(int argc, char **argv, struct options *o)
 	return -1;
 }
 
-static bool is_listener(int fd)
-{
-	char link[64], target[64];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, target, sizeof(target) - 1);
-	if (n < 0)
-		return false;
-	target[n] = '\0';
-	return !strcmp(target, LISTENER_LINK);
-}
-
 /* The container's listener and init pid: 0, or EX_CONTAINER having said why. */
 static int take_listener(const struct options *o, int *listener, pid_t *pid)
 {
 	struct lxc_container *c = lxc_container_new(o->name, o->lxcpath);
 	int rc = EX_CONTAINER, fd;
+	char what[64];
 
 	if (!c) {
 		fprintf(stderr, PROG ": no container %s%s%s\n", o->name, o->lxcpath ? " in " : "",
@@ -210,11 +196,11 @@ static int take_listener(const struct options *o, int *listener, pid_t *pid)
 			o->name);
 		goto out;
 	}
-	if (!is_listener(fd)) {
+	if (!ho_is_listener(fd, what, sizeof(what))) {
 		fprintf(stderr,
 			PROG ": the monitor of container %s gave an fd that is not a "
-			     "seccomp listener\n",
-			o->name);
+			     "seccomp listener (%s)\n",
+			o->name, what);
 		close(fd);
 		goto out;
 	}
@@ -225,28 +211,12 @@ out:
 	return rc;
 }
 
-static int connect_agent(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr, PROG ": cannot reach semvisord at %s: %s\n", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Send the listener as runc would, and wait for semvisord's word that it serves it. */
 static int hand_over(const struct options *o, int listener, pid_t pid)
 {
 	struct ho_info info = { .pid = pid };
+	char ok = 0, err[PATH_MAX + 64];
 	struct pollfd pfd;
-	char ok = 0;
 	int sock, rc;
 	ssize_t n;
 
@@ -257,9 +227,11 @@ static int hand_over(const struct options *o, int listener, pid_t pid)
 	snprintf(info.bundle, sizeof(info.bundle), "%s/%s",
 		 o->lxcpath ? o->lxcpath : lxc_get_global_config_item("lxc.lxcpath"), o->name);
 
-	sock = connect_agent(o->socket);
-	if (sock < 0)
+	sock = ho_connect(o->socket, err, sizeof(err));
+	if (sock < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
 		return EX_DAEMON;
+	}
 	rc = ho_send(sock, listener, &info);
 	if (rc) {
 		fprintf(stderr, PROG ": handing container %s to semvisord at %s: %s\n", o->name,

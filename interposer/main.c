@@ -373,26 +373,6 @@ static void report(int errfd, int code, int err, const char *msg)
 	_exit(code);
 }
 
-static int connect_agent(const char *path, char *err, size_t errlen)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "agent socket path too long: %s", path);
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		snprintf(err, errlen, "cannot reach semvisord at %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void become_program(const struct options *o, int handoff, int errfd)
     __attribute__((noreturn));
 static void become_program(const struct options *o, int handoff, int errfd)
@@ -405,7 +385,7 @@ static void become_program(const struct options *o, int handoff, int errfd)
 	int listener, rc;
 
 	if (o->daemon) {
-		handoff = connect_agent(o->daemon, err, sizeof(err));
+		handoff = ho_connect(o->daemon, err, sizeof(err));
 		if (handoff < 0)
 			report(errfd, EXIT_SELF, 0, err);
 		snprintf(info.metadata, sizeof(info.metadata), "semvisor-run ns-traps");

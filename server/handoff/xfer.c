@@ -29,6 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/seccomp.h>
@@ -44,6 +45,26 @@
 #define HO_LISTENER_LINK "anon_inode:seccomp notify"
 
 /* ---- sending ------------------------------------------------------------------------------ */
+
+int ho_connect(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "agent socket path too long: %s", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		snprintf(err, errlen, "cannot reach semvisord at %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
 
 int ho_send(int sock, int listener_fd, const struct ho_info *info)
 {
@@ -207,11 +228,11 @@ static void ho_take_fds(struct msghdr *mh, struct ho_fds *f, bool first)
 }
 
 /*
- * Is fd a seccomp listener? /proc names the anonymous inode; without /proc, ask the fd: an
- * ID_VALID for an id never issued fails ENOENT on a listener only. The ioctl is sent only to
- * anonymous inodes (no file type bits), so no device sees it.
+ * /proc names the anonymous inode; without /proc, ask the fd: an ID_VALID for an id never
+ * issued fails ENOENT on a listener only. The ioctl is sent only to anonymous inodes (no file
+ * type bits), so no device sees it.
  */
-static bool ho_is_listener(int fd, char *what, size_t whatlen)
+bool ho_is_listener(int fd, char *what, size_t whatlen)
 {
 	char path[64];
 	struct stat st;

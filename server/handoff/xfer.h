@@ -8,9 +8,16 @@
 #ifndef SV_HANDOFF_XFER_H
 #define SV_HANDOFF_XFER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "handoff/msg.h"
+
+/* A connection to the agent socket at path: the fd, or -1 with a sentence in err. */
+int ho_connect(const char *path, char *err, size_t errlen);
+
+/* Is fd a seccomp listener? what gets what it was found to be (readlink of the fd, say). */
+bool ho_is_listener(int fd, char *what, size_t whatlen);
 
 /* Send info and listener_fd in one sendmsg. 0 or -errno. */
 int ho_send(int sock, int listener_fd, const struct ho_info *info);
