@@ -198,10 +198,43 @@ static int render_set(const struct sv_set_info *si, void *arg)
 	return 0;
 }
 
+/*
+ * text in a sealed memfd, opened again read-only: a copy that cannot change (the reader gets
+ * what was there at the open), and a write to it gets EBADF, as on the kernel's files.
+ */
+static int memfd_of(const char *text, size_t len)
+{
+	int fd = memfd_create("semvisor-view", MFD_CLOEXEC | MFD_ALLOW_SEALING), ro = -1, err = 0;
+	char self[32];
+
+	if (fd < 0)
+		return -errno;
+	/* a worker may be signalled (the receiver's kick): a write can stop short */
+	for (size_t off = 0; off < len && !err;) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0 && errno != EINTR)
+			err = -errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (!err &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
+		err = -errno;
+	if (!err) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		ro = open(self, O_RDONLY | O_CLOEXEC);
+		if (ro < 0)
+			err = -errno;
+	}
+	close(fd);
+	return err ? err : ro;
+}
+
 int pv_render(const struct sv_caller *c)
 {
 	struct render r = { .c = c, .cap = 128 * 1024 };
-	int fd, err = 0;
+	int fd;
 
 	r.buf = malloc(r.cap);
 	if (!r.buf)
@@ -211,59 +244,9 @@ int pv_render(const struct sv_caller *c)
 	sv_ns_for_each_set_ordered(c->ns, render_set, &r);
 	if (!r.buf)
 		return -ENOMEM;
-	fd = memfd_create("sysvipc-sem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) {
-		free(r.buf);
-		return -errno;
-	}
-	for (size_t off = 0; off < r.len && !err;) {
-		ssize_t n = write(fd, r.buf + off, r.len - off);
-
-		if (n < 0 && errno != EINTR)
-			err = -errno;
-		else if (n > 0)
-			off += (size_t)n;
-	}
+	fd = memfd_of(r.buf, r.len);
 	free(r.buf);
-	/* a copy that cannot change: the reader gets the sets as they were at the open */
-	if (!err &&
-	    (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) ||
-	     lseek(fd, 0, SEEK_SET) != 0))
-		err = -errno;
-	if (!err) {
-		/* read-only, as the kernel's file opens: a write gets EBADF, not the seal's EPERM */
-		char self[32];
-		int ro;
-
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-		ro = open(self, O_RDONLY | O_CLOEXEC);
-		if (ro < 0)
-			err = -errno;
-		close(fd);
-		fd = ro;
-	} else {
-		close(fd);
-	}
-	return err ? err : fd;
-}
-
-/* The sysctl's text as proc_ipc_dointvec writes it, in a sealed read-only memfd. */
-static int memfd_of(const char *text, size_t len)
-{
-	int fd = memfd_create("sysvipc-sysctl", MFD_CLOEXEC | MFD_ALLOW_SEALING), ro, err = 0;
-	char self[32];
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, len) != (ssize_t)len ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
-		err = errno ? -errno : -EIO;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	ro = err ? -1 : open(self, O_RDONLY | O_CLOEXEC);
-	if (!err && ro < 0)
-		err = -errno;
-	close(fd);
-	return err ? err : ro;
+	return fd;
 }
 
 int pv_render_sysctl(struct sv_ns *ns, enum pv_file what)

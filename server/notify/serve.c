@@ -703,7 +703,8 @@ static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct
 	struct sv_wakeq wq;
 	struct call_ctx cx;
 	char path[PATH_MAX];
-	long val;
+	bool follows;
+	long val = 0;
 	int fd;
 
 	NT_ADD(&wk->stats, calls[NT_OTHER], 1);
@@ -735,27 +736,22 @@ static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct
 	cx.c.cred = &cx.id.cred;
 	cx.c.ops = &caller_ops;
 	cx.c.priv = &cx;
-	if (what == PV_SYSVIPC_SEM) {
-		fd = pv_render(&cx.c);
-	} else if ((what == PV_SYSCTL_SEM ? cx.id.ns->sem_fd : cx.id.ns->next_id_fd) < 0) {
-		/* fixed limits, or a named namespace: the file is not what we serve from */
-		fd = pv_render_sysctl(cx.id.ns->ns, what);
+	/* a sysctl file the namespace's values follow is the kernel's to serve */
+	follows = what != PV_SYSVIPC_SEM &&
+		  (what == PV_SYSCTL_SEM ? cx.id.ns->sem_fd : cx.id.ns->next_id_fd) >= 0;
+	if (follows) {
+		nt_answer(l, n->id, 0, NT_CONTINUE);
 	} else {
-		/* the kernel's file is the namespace's, and we follow it: the open runs on */
-		xunlock(&cx.thr->lock);
-		ident_end(&cx.id);
-		nt_deliver(wk, &wq);
-		nt_thread_put(cx.thr);
-		goto run_on;
-	}
-	if (fd >= 0) {
-		val = nt_answer_fd(l, n->id, fd, flags & O_CLOEXEC);
-		close(fd);
-	} else {
-		val = nt_answer(l, n->id, fd, 0) ?: fd;
+		fd = what == PV_SYSVIPC_SEM ? pv_render(&cx.c) : pv_render_sysctl(cx.c.ns, what);
+		if (fd >= 0) {
+			val = nt_answer_fd(l, n->id, fd, flags & O_CLOEXEC);
+			close(fd);
+		} else {
+			val = nt_answer(l, n->id, fd, 0) ?: fd;
+		}
 	}
 	xunlock(&cx.thr->lock);
-	if (wk->super->cfg.trace)
+	if (!follows && wk->super->cfg.trace)
 		fprintf(wk->super->cfg.trace,
 			"semvisor: [%d] open(%s) = %ld (the supervisor's view)\n", (int)cx.thr->tid,
 			what == PV_SYSVIPC_SEM	? "/proc/sysvipc/sem"
