@@ -430,46 +430,6 @@ const char *sv_semctl_cmd_name(int cmd)
 	return cmd >= 0 && cmd < (int)(sizeof(names) / sizeof(names[0])) ? names[cmd] : NULL;
 }
 
-long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
-	       struct sv_wakeq *wq)
-{
-	struct semid64_ds_x86_64 ds;
-	long ret;
-
-	if (semid < 0)
-		return -EINVAL;
-	switch (cmd) {
-	case SV_IPC_INFO:
-	case SV_SEM_INFO:
-		return semctl_info(c, cmd, arg);
-	case SV_IPC_STAT:
-	case SV_SEM_STAT:
-	case SV_SEM_STAT_ANY:
-		ret = semctl_stat(c, semid, cmd, &ds);
-		if (ret >= 0 && sv_copy_out(c, arg, &ds, sizeof(ds)))
-			ret = -EFAULT;
-		return ret;
-	case SV_GETALL:
-	case SV_GETVAL:
-	case SV_GETPID:
-	case SV_GETNCNT:
-	case SV_GETZCNT:
-	case SV_SETALL:
-		return semctl_main(c, semid, semnum, cmd, arg, wq);
-	case SV_SETVAL:
-		/* the low 32 bits of the register, as an int */
-		return semctl_setval(c, semid, semnum, (int)(uint32_t)arg, wq);
-	case SV_IPC_SET:
-		if (sv_copy_in(c, arg, &ds, sizeof(ds)))
-			return -EFAULT;
-		return semctl_down(c, semid, cmd, &ds, wq);
-	case SV_IPC_RMID:
-		return semctl_down(c, semid, cmd, NULL, wq);
-	default:
-		return -EINVAL;
-	}
-}
-
 /* ---- the i386 forms ---- */
 
 /*
@@ -501,11 +461,20 @@ static uint16_t low_id(uint32_t id, int which)
 	return id & ~0xffffu ? overflow_ids[which] : (uint16_t)id;
 }
 
-/* copy_compat_semid_to_user() */
-static int stat_out_i386(const struct sv_caller *c, uint32_t arg, bool ipc64,
-			 const struct semid64_ds_x86_64 *ds)
+/* The three layouts a semid_ds comes in: x86_64's, and i386's two. */
+enum ds_layout {
+	DS_X86_64,
+	DS_I386_64,  /* compat_semid64_ds: direct semctl, ipc(2) with IPC_64 */
+	DS_I386_OLD, /* compat_semid_ds: ipc(2) without */
+};
+
+/* ds to the caller in its layout (copy_compat_semid_to_user() for i386's). */
+static int stat_out(const struct sv_caller *c, uint64_t arg, enum ds_layout layout,
+		    const struct semid64_ds_x86_64 *ds)
 {
-	if (ipc64) {
+	if (layout == DS_X86_64)
+		return sv_copy_out(c, arg, ds, sizeof(*ds));
+	if (layout == DS_I386_64) {
 		struct semid64_ds_i386 v = {
 			.key = ds->key,
 			.uid = ds->uid,
@@ -539,12 +508,17 @@ static int stat_out_i386(const struct sv_caller *c, uint32_t arg, bool ipc64,
 	return sv_copy_out(c, arg, &v, sizeof(v));
 }
 
-/* copy_compat_semid_from_user(): only the owner and the mode matter to IPC_SET. */
-static int set_in_i386(const struct sv_caller *c, uint32_t arg, bool ipc64,
-		       struct semid64_ds_x86_64 *ds)
+/*
+ * IPC_SET's buffer from the caller in its layout (copy_compat_semid_from_user() for i386's,
+ * where only the owner and the mode are taken).
+ */
+static int set_in(const struct sv_caller *c, uint64_t arg, enum ds_layout layout,
+		  struct semid64_ds_x86_64 *ds)
 {
+	if (layout == DS_X86_64)
+		return sv_copy_in(c, arg, ds, sizeof(*ds));
 	memset(ds, 0, sizeof(*ds));
-	if (ipc64) {
+	if (layout == DS_I386_64) {
 		struct semid64_ds_i386 v;
 
 		if (sv_copy_in(c, arg, &v, sizeof(v)))
@@ -564,21 +538,20 @@ static int set_in_i386(const struct sv_caller *c, uint32_t arg, bool ipc64,
 	return 0;
 }
 
-long sv_semctl_compat(const struct sv_caller *c, int semid, int semnum, int cmd, uint32_t arg,
-		      bool old, struct sv_wakeq *wq)
+/*
+ * Every semctl, each command with its own structures in layout. The i386 path keeps IPC_64 in
+ * cmd for the helpers, as the kernel's compat_ksys_semctl() does; natively it makes the
+ * command unknown.
+ */
+static long semctl_cmd(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
+		       enum ds_layout layout, struct sv_wakeq *wq)
 {
 	struct semid64_ds_x86_64 ds;
-	bool ipc64 = true;
 	long ret;
 
-	/* compat_ksys_old_semctl(): ipc(2) says the layout in the command */
-	if (old) {
-		ipc64 = cmd & SV_IPC_64;
-		cmd &= ~SV_IPC_64;
-	}
 	if (semid < 0)
 		return -EINVAL;
-	switch (cmd & ~SV_IPC_64) {
+	switch (layout == DS_X86_64 ? cmd : cmd & ~SV_IPC_64) {
 	case SV_IPC_INFO:
 	case SV_SEM_INFO:
 		return semctl_info(c, cmd, arg);
@@ -586,7 +559,7 @@ long sv_semctl_compat(const struct sv_caller *c, int semid, int semnum, int cmd,
 	case SV_SEM_STAT:
 	case SV_SEM_STAT_ANY:
 		ret = semctl_stat(c, semid, cmd, &ds);
-		if (ret >= 0 && stat_out_i386(c, arg, ipc64, &ds))
+		if (ret >= 0 && stat_out(c, arg, layout, &ds))
 			ret = -EFAULT;
 		return ret;
 	case SV_GETALL:
@@ -597,9 +570,10 @@ long sv_semctl_compat(const struct sv_caller *c, int semid, int semnum, int cmd,
 	case SV_SETALL:
 		return semctl_main(c, semid, semnum, cmd, arg, wq);
 	case SV_SETVAL:
-		return semctl_setval(c, semid, semnum, (int)arg, wq);
+		/* the low 32 bits of the register, as an int */
+		return semctl_setval(c, semid, semnum, (int)(uint32_t)arg, wq);
 	case SV_IPC_SET:
-		if (set_in_i386(c, arg, ipc64, &ds))
+		if (set_in(c, arg, layout, &ds))
 			return -EFAULT;
 		return semctl_down(c, semid, cmd, &ds, wq);
 	case SV_IPC_RMID:
@@ -607,4 +581,23 @@ long sv_semctl_compat(const struct sv_caller *c, int semid, int semnum, int cmd,
 	default:
 		return -EINVAL;
 	}
+}
+
+long sv_semctl(const struct sv_caller *c, int semid, int semnum, int cmd, uint64_t arg,
+	       struct sv_wakeq *wq)
+{
+	return semctl_cmd(c, semid, semnum, cmd, arg, DS_X86_64, wq);
+}
+
+long sv_semctl_compat(const struct sv_caller *c, int semid, int semnum, int cmd, uint32_t arg,
+		      bool old, struct sv_wakeq *wq)
+{
+	enum ds_layout layout = DS_I386_64;
+
+	/* compat_ksys_old_semctl(): ipc(2) says the layout in the command, and strips it */
+	if (old) {
+		layout = cmd & SV_IPC_64 ? DS_I386_64 : DS_I386_OLD;
+		cmd &= ~SV_IPC_64;
+	}
+	return semctl_cmd(c, semid, semnum, cmd, arg, layout, wq);
 }
