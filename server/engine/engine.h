@@ -232,6 +232,20 @@ void sv_set_get(struct sv_set *set);
 void sv_set_put(struct sv_set *set);
 /* caller holds ns->ids_lock and the set lock in complex mode */
 void sv_set_unlink(struct sv_ns *ns, struct sv_set *set);
+/*
+ * A set of nsems semaphores with key, initialised but in no table yet, its one reference the
+ * tables' (set_alloc()'s rules for nsems); NULL when out of memory. Any lock or none.
+ */
+struct sv_set *sv_set_new(struct sv_ns *ns, int32_t key, int nsems);
+/* Free a set that never went into the tables. */
+void sv_set_discard(struct sv_set *set);
+/* For a restore (state.c): make sure index idx has its slot. 0 or -ENOMEM. Caller holds ids_lock. */
+int sv_ids_reserve(struct sv_ns *ns, int idx);
+/*
+ * For a restore: enter set under the id it already has (its index free and reserved), counting
+ * it in in_use, used_sems and max_idx. Caller holds ids_lock and is in RCU.
+ */
+void sv_ids_insert(struct sv_ns *ns, struct sv_set *set);
 int64_t sv_now(void);
 
 /* ---- budget.c ---- */

@@ -357,6 +357,20 @@ static int idx_alloc_cyclic(struct sv_ns *ns, int end)
 	return idx;
 }
 
+/* The chunk holding idx's slot, made (and published empty) if there is none: NULL if no memory. */
+static struct sv_set *_Atomic *slot_chunk(struct sv_ns *ns, int idx)
+{
+	struct sv_set *_Atomic *chunk = ns->slots[idx / SV_SLOT_CHUNK];
+
+	if (!chunk) {
+		chunk = calloc(SV_SLOT_CHUNK, sizeof(*chunk));
+		if (!chunk)
+			return NULL;
+		atomic_store_explicit(&ns->slots[idx / SV_SLOT_CHUNK], chunk, memory_order_release);
+	}
+	return chunk;
+}
+
 static int slot_publish(struct sv_ns *ns, int idx, struct sv_set *set)
 {
 	struct sv_set *_Atomic *chunk = ns->slots[idx / SV_SLOT_CHUNK];
@@ -364,13 +378,26 @@ static int slot_publish(struct sv_ns *ns, int idx, struct sv_set *set)
 	if (!chunk) {
 		if (!set)
 			return 0;
-		chunk = calloc(SV_SLOT_CHUNK, sizeof(*chunk));
+		chunk = slot_chunk(ns, idx);
 		if (!chunk)
 			return -ENOMEM;
-		atomic_store_explicit(&ns->slots[idx / SV_SLOT_CHUNK], chunk, memory_order_release);
 	}
 	atomic_store_explicit(&chunk[idx % SV_SLOT_CHUNK], set, memory_order_release);
 	return 0;
+}
+
+/* Enter set, whose slot is published, under its id and key. Caller holds ids_lock, is in RCU. */
+static void ids_link(struct sv_ns *ns, struct sv_set *set)
+{
+	int idx = set->id % SV_IPCMNI;
+
+	ns->used[idx / 64] |= 1ull << (idx % 64);
+	cds_lfht_add(ns->by_id, hash_u32((uint32_t)set->id), &set->id_node);
+	if (set->key != SV_IPC_PRIVATE)
+		cds_lfht_add(ns->by_key, hash_u32((uint32_t)set->key), &set->key_node);
+	ns->in_use++;
+	if (idx > ns->max_idx)
+		ns->max_idx = idx;
 }
 
 /* ipc_addid(): give set an id and make it visible. Caller holds ids_lock and is in RCU. */
@@ -414,14 +441,33 @@ static int ids_add(struct sv_ns *ns, struct sv_set *set)
 	if (slot_publish(ns, idx, set))
 		return -ENOMEM;
 	set->id = seq * SV_IPCMNI + idx;
-	ns->used[idx / 64] |= 1ull << (idx % 64);
-	cds_lfht_add(ns->by_id, hash_u32((uint32_t)set->id), &set->id_node);
-	if (set->key != SV_IPC_PRIVATE)
-		cds_lfht_add(ns->by_key, hash_u32((uint32_t)set->key), &set->key_node);
-	ns->in_use++;
-	if (idx > ns->max_idx)
-		ns->max_idx = idx;
+	ids_link(ns, set);
 	return 0;
+}
+
+/*
+ * A chunk published before its set is harmless (lookups there find NULL, as before), so a restore
+ * takes every chunk it needs first and then cannot fail half-way.
+ */
+int sv_ids_reserve(struct sv_ns *ns, int idx)
+{
+	xassert_held(&ns->ids_lock);
+	SV_ASSERT(idx >= 0 && idx < SV_IPCMNI);
+	return slot_chunk(ns, idx) ? 0 : -ENOMEM;
+}
+
+/* Caller holds ids_lock and is in RCU; idx is free and reserved (sv_ids_reserve()). */
+void sv_ids_insert(struct sv_ns *ns, struct sv_set *set)
+{
+	int idx = set->id % SV_IPCMNI;
+
+	xassert_held(&ns->ids_lock);
+	sv_rcu_assert_reader();
+	SV_ASSERT(set->id >= 0 && !idx_used(ns, (unsigned int)idx));
+	if (slot_publish(ns, idx, set))
+		abort(); /* reserved: cannot fail */
+	ids_link(ns, set);
+	ns->used_sems += set->nsems;
 }
 
 /* ipc_rmid(). Caller holds ids_lock and the set lock in complex mode, and is in RCU. */
@@ -475,6 +521,35 @@ static struct sv_set *set_alloc(int nsems)
 	return set;
 }
 
+struct sv_set *sv_set_new(struct sv_ns *ns, int32_t key, int nsems)
+{
+	struct sv_set *set = set_alloc(nsems);
+
+	if (!set)
+		return NULL;
+	set->ns = ns;
+	set->key = key;
+	set->refcount = 1; /* the tables' */
+	sv_lock_init(&set->lock);
+	CDS_INIT_LIST_HEAD(&set->pending_alter);
+	CDS_INIT_LIST_HEAD(&set->pending_const);
+	CDS_INIT_LIST_HEAD(&set->undos);
+	cds_lfht_node_init(&set->id_node);
+	cds_lfht_node_init(&set->key_node);
+	for (int i = 0; i < nsems; i++) {
+		sv_lock_init(&sv_sems(set)[i].lock);
+		CDS_INIT_LIST_HEAD(&sv_sems(set)[i].pending_alter);
+		CDS_INIT_LIST_HEAD(&sv_sems(set)[i].pending_const);
+	}
+	return set;
+}
+
+/* Nobody ever saw it: no grace period to wait for. */
+void sv_set_discard(struct sv_set *set)
+{
+	set_free_rcu(&set->rcu);
+}
+
 /* newary(). Caller holds ids_lock and is in RCU. */
 static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg)
 {
@@ -492,30 +567,16 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 	if (ns->budget && (err = sv_budget_charge(ns->budget, c->cred->euid, nsems)))
 		return err;
 
-	set = set_alloc(nsems);
+	set = sv_set_new(ns, key, nsems);
 	if (!set) {
 		if (ns->budget)
 			sv_budget_credit(ns->budget, c->cred->euid, nsems);
 		return -ENOMEM;
 	}
-	set->ns = ns;
-	set->key = key;
-	set->refcount = 1; /* the tables' */
 	set->mode = (uint32_t)semflg & 0777;
 	set->uid = set->cuid = c->cred->euid;
 	set->gid = set->cgid = c->cred->egid;
 	set->ctime = sv_now();
-	sv_lock_init(&set->lock);
-	CDS_INIT_LIST_HEAD(&set->pending_alter);
-	CDS_INIT_LIST_HEAD(&set->pending_const);
-	CDS_INIT_LIST_HEAD(&set->undos);
-	cds_lfht_node_init(&set->id_node);
-	cds_lfht_node_init(&set->key_node);
-	for (int i = 0; i < nsems; i++) {
-		sv_lock_init(&sv_sems(set)[i].lock);
-		CDS_INIT_LIST_HEAD(&sv_sems(set)[i].pending_alter);
-		CDS_INIT_LIST_HEAD(&sv_sems(set)[i].pending_const);
-	}
 
 	/* Nobody can see the set before ids_add(): if the caller is gone, it never existed. */
 	err = sv_committing(c);
