@@ -40,7 +40,9 @@
  *    to the ucounts of that user namespace; sv_budget_charge_ns() refuses with ENOSPC, as
  *    unshare(CLONE_NEWIPC) fails there. What a refused namespace's calls see is the registry's
  *    business (nsreg.h).
- * New maxima apply to new charges only: what exists stays.
+ * New maxima apply to new charges only: what exists stays. So does what a restore brings back
+ * from a process that stopped (state.c): its sets and undo entries are charged to the same
+ * uids, without the maxima, since they existed already and shrunk maxima must not lose them.
  *
  * Locking: b->lock protects the totals' writes and the uid table. It is a leaf: nothing is
  * taken under it, and it may be taken under any engine lock (ids_lock for semget; ids_lock
@@ -211,10 +213,13 @@ static void sub(struct sv_budget *b, struct budget_uid **pp, enum sv_budget_kind
 	}
 }
 
+/* charge()'s refusal for a restore: the maxima do not apply (sv_budget_charge_restore()). */
+#define UNBOUNDED 0
+
 /*
  * Charge n of kind (and, with n2, n2 of kind2 too, all or nothing) to uid: 0, refusal (passing
  * a maximum; counted against the first kind that would pass one), or -ENOMEM (no memory for
- * the uid's entry).
+ * the uid's entry). refusal UNBOUNDED: no maximum is looked at.
  */
 static int charge(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, long n,
 		  enum sv_budget_kind kind2, long n2, int refusal)
@@ -225,10 +230,10 @@ static int charge(struct sv_budget *b, uint32_t uid, enum sv_budget_kind kind, l
 	xlock(&b->lock);
 	pp = uid_slot(b, uid);
 	u = *pp;
-	if (over(b, u, kind, n)) {
+	if (refusal != UNBOUNDED && over(b, u, kind, n)) {
 		atomic_fetch_add_explicit(&b->refused[kind], 1, memory_order_relaxed);
 		err = refusal;
-	} else if (n2 && over(b, u, kind2, n2)) {
+	} else if (refusal != UNBOUNDED && n2 && over(b, u, kind2, n2)) {
 		atomic_fetch_add_explicit(&b->refused[kind2], 1, memory_order_relaxed);
 		err = refusal;
 	} else if (!u && !(u = *pp = calloc(1, sizeof(*u)))) {
@@ -265,6 +270,11 @@ int sv_budget_charge(struct sv_budget *b, uint32_t uid, int nsems)
 	return charge(b, uid, SV_BUDGET_SEMS, nsems, SV_BUDGET_SETS, 1, -ENOSPC);
 }
 
+int sv_budget_charge_restore(struct sv_budget *b, uint32_t uid, int nsems)
+{
+	return charge(b, uid, SV_BUDGET_SEMS, nsems, SV_BUDGET_SETS, 1, UNBOUNDED);
+}
+
 /* Give back what sv_budget_charge() took for the same uid and nsems. */
 void sv_budget_credit(struct sv_budget *b, uint32_t uid, int nsems)
 {
@@ -292,6 +302,11 @@ int sv_budget_charge_undo(struct sv_budget *b, uint32_t uid, int nsems)
 void sv_budget_credit_undo(struct sv_budget *b, uint32_t uid, int nsems)
 {
 	credit(b, uid, SV_BUDGET_UNDOS, undo_units(nsems));
+}
+
+int sv_budget_charge_undo_restore(struct sv_budget *b, uint32_t uid, int nsems)
+{
+	return charge1(b, uid, SV_BUDGET_UNDOS, undo_units(nsems), UNBOUNDED);
 }
 
 int sv_budget_charge_waiter(struct sv_budget *b, uint32_t uid)

@@ -256,6 +256,12 @@ void sv_budget_credit(struct sv_budget *b, uint32_t uid, int nsems);
 /* An undo entry for a set of nsems semaphores: 0, -ENOMEM (a bound, or no memory). Any lock. */
 int sv_budget_charge_undo(struct sv_budget *b, uint32_t uid, int nsems);
 void sv_budget_credit_undo(struct sv_budget *b, uint32_t uid, int nsems);
+/*
+ * The same two charges for what a restore brings back (state.c): the maxima are not applied,
+ * since what existed must come back even if they shrank. 0, or -ENOMEM (no memory).
+ */
+int sv_budget_charge_restore(struct sv_budget *b, uint32_t uid, int nsems);
+int sv_budget_charge_undo_restore(struct sv_budget *b, uint32_t uid, int nsems);
 /* A parked call: 0, -ENOMEM (a bound, or no memory). Any lock. */
 int sv_budget_charge_waiter(struct sv_budget *b, uint32_t uid);
 void sv_budget_credit_waiter(struct sv_budget *b, uint32_t uid);
@@ -291,6 +297,11 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 void sv_undo_unlink_all(struct sv_set *set);
 /* The caller's entry for semid if it has one (no allocation); under RCU. */
 struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid);
+/*
+ * A restore (state.c): link un, filled in and charged already, to p and set as a new entry would
+ * be. Caller holds the set lock (global) and is in RCU; set is not deleted, p has not exited.
+ */
+void sv_undo_link(struct sv_proc *p, struct sv_set *set, struct sv_undo *un);
 
 /* The caller's memory, through its ops (plain memory when it has none): 0 or -EFAULT. */
 int sv_copy_in(const struct sv_caller *c, uint64_t addr, void *buf, size_t len);

@@ -175,6 +175,19 @@ struct sv_undo *sv_undo_find_alloc(const struct sv_caller *c, int semid, int *er
 	return un;
 }
 
+void sv_undo_link(struct sv_proc *p, struct sv_set *set, struct sv_undo *un)
+{
+	SV_ASSERT(sv_set_locked_global(set) && !set->deleted);
+	sv_rcu_assert_reader();
+	un->proc = p;
+	xlock(&p->lock);
+	SV_ASSERT(!atomic_load_explicit(&p->dead, memory_order_relaxed));
+	cds_list_add_rcu(&un->proc_node, &p->undos);
+	cds_list_add(&un->set_node, &set->undos);
+	atomic_fetch_add_explicit(&live_entries, 1, memory_order_relaxed);
+	xunlock(&p->lock);
+}
+
 static void undo_free_rcu(struct rcu_head *head)
 {
 	free(caa_container_of(head, struct sv_undo, rcu));
