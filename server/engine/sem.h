@@ -354,6 +354,39 @@ int sv_waiter_cancel(struct sv_waiter *w);
 int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq);
 void sv_waiter_free(struct sv_waiter *w);
 
+/* ---- state that outlives the process (state.c) ---- */
+
+/*
+ * A namespace's sets as a byte string that sv_ns_import() in another process (a newer build
+ * too) reads: limits, id sequence and allocation cursor, sem_next_id, and every set whole:
+ * index, id, key, uid/gid/cuid/cgid/mode, ctime/otime, nsems, each semaphore's semval, sempid
+ * and counters (nops, nwaits, lock stats), the set's lock stats. Parked waiters are NOT
+ * written (their calls are served again by the notify layer). Call only while no call is
+ * being served in ns (the caller stopped every worker); RCU-registered thread. 0 or -ENOMEM;
+ * *buf is malloc'd.
+ */
+int sv_ns_export(struct sv_ns *ns, void **buf, size_t *len);
+/*
+ * Into a namespace that has no sets yet (else -EBUSY): 0, or -EINVAL (malformed or
+ * inconsistent: nothing applied, the whole blob is checked before any set is made),
+ * -EPROTONOSUPPORT (written by a newer build, in a version this one cannot read), -ENOMEM
+ * (nothing applied either). Sets are charged to the namespace's budget (to their cuid) without
+ * the bounds: what existed must come back even if maxima shrank. Same calling rule as export.
+ */
+int sv_ns_import(struct sv_ns *ns, const void *buf, size_t len);
+/*
+ * A process's SEM_UNDO entries: for each live entry (semid != -1) its semid, nsems,
+ * budget_uid and semadj[]. Same calling rule; 0 or -ENOMEM, *buf malloc'd.
+ */
+int sv_proc_export(struct sv_proc *p, void **buf, size_t *len);
+/*
+ * Into a process without entries that has not exited (else -EBUSY); p->ns must already hold
+ * the imported sets: entries for semids no longer in p->ns (or whose nsems differs) are
+ * skipped. Charged to the undo budget as the original were, without the bounds. 0, -EINVAL
+ * (malformed: nothing applied), -EPROTONOSUPPORT (newer version), -ENOMEM (nothing applied).
+ */
+int sv_proc_import(struct sv_proc *p, const void *buf, size_t len);
+
 /* ---- statistics and inspection (for the control socket) ---- */
 
 struct sv_set_info {
