@@ -992,6 +992,12 @@ void *sv_waiter_cookie(const struct sv_waiter *w)
 	return w->cookie;
 }
 
+const struct sv_sembuf *sv_waiter_sops(const struct sv_waiter *w, unsigned int *nsops)
+{
+	*nsops = w->nsops;
+	return w->sops;
+}
+
 int sv_waiter_cancel(struct sv_waiter *w)
 {
 	struct sv_set *set = w->set;

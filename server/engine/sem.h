@@ -339,6 +339,8 @@ bool sv_wakeq_empty(const struct sv_wakeq *q);
  */
 int sv_waiter_result(const struct sv_waiter *w);
 void *sv_waiter_cookie(const struct sv_waiter *w);
+/* The operations a waiter waits to apply, as its call gave them (nsops of them). */
+const struct sv_sembuf *sv_waiter_sops(const struct sv_waiter *w, unsigned int *nsops);
 /*
  * Take a parked waiter off its queue (timeout, signal, dead thread). 0: done, the caller owns w
  * and must free it; nothing was applied. -EALREADY: some call completed it first and it is on

@@ -227,6 +227,21 @@ static bool prefetch(struct call_ctx *cx, int nr, const uint64_t *args)
 }
 
 /*
+ * A call served again (nt_serve_again()): its sops and timeout as the first supervisor read them
+ * at its entry, as the kernel copies them once. Its memory is not read again: what another of
+ * its threads wrote there since must not change a call already made.
+ */
+static void recall(struct call_ctx *cx, int nr, const uint64_t *args, const struct nt_again *a)
+{
+	if (nr == NR_SEMTIMEDOP && args[3]) {
+		cx->ts = a->timeout;
+		cx->pre[cx->npre++] = (typeof(cx->pre[0])){ args[3], sizeof(cx->ts), 0, &cx->ts };
+	}
+	cx->pre[cx->npre++] =
+	    (typeof(cx->pre[0])){ args[1], a->nsops * sizeof(a->sops[0]), 0, a->sops };
+}
+
+/*
  * The caller was interrupted between our decision and our answer (NOTIF_SEND said ENOENT): it
  * returns EINTR, or the kernel restarts the call. A semop that changed values is undone, so a
  * restart runs it afresh and a caller that got EINTR finds nothing done; if later calls already
@@ -340,7 +355,8 @@ static void serve_ns_change(struct nt_worker *wk, struct nt_listener *l,
  * gone; -EAGAIN: still stale after that, which a new pid cycle in between would take).
  */
 static int begin_call(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
-		      int nr, struct call_ctx *cx, struct sv_wakeq *wq)
+		      int nr, const struct nt_again *again, struct call_ctx *cx,
+		      struct sv_wakeq *wq)
 {
 	const uint64_t *args = (const uint64_t *)n->data.args;
 	struct nt_super *s = wk->super;
@@ -363,7 +379,9 @@ static int begin_call(struct nt_worker *wk, struct nt_listener *l, const struct 
 		cx->l = l;
 		cx->thr = thr;
 		cx->notif_id = n->id;
-		if (nr == NR_SEMOP || nr == NR_SEMTIMEDOP)
+		if (again)
+			recall(cx, nr, args, again);
+		else if (nr == NR_SEMOP || nr == NR_SEMTIMEDOP)
 			prefetch(cx, nr, args);
 		err = ident_begin(&cx->id, s, l, thr, n->id, wq);
 		if (!err)
@@ -573,7 +591,7 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 }
 
 static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
-		      int nr, int64_t t0)
+		      int nr, int64_t t0, const struct nt_again *again)
 {
 	struct nt_super *s = wk->super;
 	const uint64_t *args = (const uint64_t *)n->data.args;
@@ -591,7 +609,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	if (sv_undo_entries() > 0 || atomic_load_explicit(&s->nparked, memory_order_relaxed) > 0)
 		nt_drain_exits(wk);
 
-	err = begin_call(wk, l, n, nr, &cx, &wq);
+	err = begin_call(wk, l, n, nr, again, &cx, &wq);
 	if (err) {
 		/*
 		 * Gone already: nobody to answer. Otherwise say why we cannot serve: out of
@@ -622,7 +640,14 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		goto out;
 	}
 
-	/* Phase 3: the engine. */
+	/*
+	 * Phase 3: the engine. A call served again passed its permission check when it was
+	 * made, as a waiting semop natively does once: an IPC_SET since then does not stop it.
+	 */
+	if (again) {
+		cx.id.cred.cap_ipc_owner = true;
+		cx.id.cred.missing &= ~SV_CRED_CAPS;
+	}
 	cx.c.ns = cx.id.ns->ns;
 	cx.c.cred = &cx.id.cred;
 	cx.c.ops = &caller_ops;
@@ -728,7 +753,7 @@ static void serve_open(struct nt_worker *wk, struct nt_listener *l, const struct
 		goto run_on;
 
 	sv_wakeq_init(&wq);
-	if (begin_call(wk, l, n, nr, &cx, &wq)) {
+	if (begin_call(wk, l, n, nr, NULL, &cx, &wq)) {
 		nt_deliver(wk, &wq);
 		goto run_on;
 	}
@@ -776,19 +801,19 @@ void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_
 		switch (nr) {
 		case NR_SEMGET:
 			NT_ADD(&wk->stats, calls[NT_SEMGET], 1);
-			serve_sem(wk, l, n, nr, t0);
+			serve_sem(wk, l, n, nr, t0, NULL);
 			return;
 		case NR_SEMOP:
 			NT_ADD(&wk->stats, calls[NT_SEMOP], 1);
-			serve_sem(wk, l, n, nr, t0);
+			serve_sem(wk, l, n, nr, t0, NULL);
 			return;
 		case NR_SEMTIMEDOP:
 			NT_ADD(&wk->stats, calls[NT_SEMTIMEDOP], 1);
-			serve_sem(wk, l, n, nr, t0);
+			serve_sem(wk, l, n, nr, t0, NULL);
 			return;
 		case NR_SEMCTL:
 			NT_ADD(&wk->stats, calls[NT_SEMCTL], 1);
-			serve_sem(wk, l, n, nr, t0);
+			serve_sem(wk, l, n, nr, t0, NULL);
 			return;
 		case NR_UNSHARE:
 		case NR_SETNS:
@@ -807,4 +832,16 @@ void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_
 	/* Not a call we serve (another filter's rules, another ABI): as if it did not exist. */
 	NT_ADD(&wk->stats, calls[NT_OTHER], 1);
 	nt_answer(l, n->id, -ENOSYS, 0);
+}
+
+void nt_serve_again(struct nt_worker *wk, struct nt_listener *l, const struct nt_again *a)
+{
+	struct seccomp_notif n = {
+		.id = a->id,
+		.pid = (uint32_t)a->tid,
+		.data = { .nr = a->nr, .arch = AUDIT_ARCH_X86_64 },
+	};
+
+	memcpy(n.data.args, a->args, sizeof(n.data.args));
+	serve_sem(wk, l, &n, a->nr, a->received_ns, a);
 }
