@@ -11,6 +11,7 @@
 #include "notify/listener.h"
 #include "notify/parked.h"
 #include "notify/receiver.h"
+#include "notify/stats.h"
 #include "notify/super.h"
 
 struct ns_walk {
@@ -140,26 +141,16 @@ int nt_super_set_limits(struct nt_super *s, const char *ns, const struct sv_limi
 	return ret;
 }
 
-/* Fold one set of counters into another; every counter is a uint64_t. */
-static void stats_add(struct nt_stats *to, const struct nt_stats *from)
-{
-	const uint64_t *f = (const uint64_t *)from;
-	uint64_t *t = (uint64_t *)to;
-
-	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
-		t[i] += __atomic_load_n(&f[i], __ATOMIC_RELAXED);
-}
-
 void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < s->nworkers; i++)
-		stats_add(out, &s->workers[i].stats);
+		nt_stats_add(out, &s->workers[i].stats);
 	if (s->rcv)
-		stats_add(out, &s->rcv->wk.stats);
+		nt_stats_add(out, &s->rcv->wk.stats);
 	if (s->bulk)
-		stats_add(out, &s->bulk->stats);
-	stats_add(out, &s->events);
+		nt_stats_add(out, &s->bulk->stats);
+	nt_stats_add(out, &s->events);
 	out->namespaces_ended += atomic_load_explicit(&s->reg.ended, memory_order_relaxed);
 	if (s->reg.budget) {
 		struct sv_budget_info bi;

@@ -44,6 +44,7 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	l->refcount = 1;
 	l->super = s;
 	l->ns_traps = opts && opts->ns_traps;
+	l->key = opts ? opts->key : 0;
 	snprintf(l->name, sizeof(l->name), "%s", opts && opts->name ? opts->name : "listener");
 	if (opts && opts->pod)
 		l->pod = *opts->pod;
@@ -76,6 +77,20 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	}
 	NT_COUNT_EVENT(s, listeners_added);
 	return 0;
+}
+
+void nt_super_drop_listeners(struct nt_super *s)
+{
+	struct nt_listener *l, *lt;
+
+	xlock(&s->lock);
+	cds_list_for_each_entry_safe(l, lt, &s->listeners, node) {
+		nt_unwatch(s, &l->src);
+		cds_list_del(&l->node);
+		s->nlisteners--;
+		nt_listener_put(l);
+	}
+	xunlock(&s->lock);
 }
 
 int nt_super_nlisteners(struct nt_super *s)

@@ -48,6 +48,7 @@ struct nt_listener {
 	atomic_uint_fast64_t ipc_ino;
 	char name[384]; /* fits handoff/msg.h's HO_CLIENT_NAME_MAX */
 	struct nt_pod pod;
+	uint64_t key; /* nt_listener_opts.key */
 };
 
 /*

@@ -53,6 +53,7 @@ struct nt_listener_opts {
 				is read on every call. Never a matter of privilege (ident.h). */
 	const char *ns_name;	  /* non-NULL: serve it from this named namespace instead of one
 				   per IPC namespace */
+	uint64_t key;		  /* names it in a saved state (nt_super_save()); 0: none */
 };
 
 /* Counters, summed over workers when read. */
@@ -142,6 +143,33 @@ int nt_super_remove_set(struct nt_super *s, const char *ns, int id);
 /* New limits for one namespace, or (ns NULL) for every namespace and those to come.
    0, -ENOENT, -ERANGE. */
 int nt_super_set_limits(struct nt_super *s, const char *ns, const struct sv_limits *lim);
+
+/*
+ * Restart without loss (persist.c). A listener's pending notifications outlive the process
+ * that serves it while another holds an fd to it (systemd's fd store, a keeper), so a
+ * supervisor can stop and another take over with nothing lost, given the state:
+ *  - nt_super_save(): once nt_super_wait() has returned (no call is being served; the parked
+ *    ones stay unanswered in the kernel), everything the next process needs, in a versioned
+ *    byte string: every namespace's sets, limits and id sequence, SEM_UNDO entries of live
+ *    processes, the parked calls, the listeners' names and the counters. 0 or -ENOMEM; *buf
+ *    is malloc'd.
+ *  - nt_super_restore(): in a new supervisor whose listeners were added again with the keys
+ *    they were saved under, before nt_super_start(). The state is checked whole before
+ *    anything is applied; a state that cannot be read (another format, damaged) is refused
+ *    with the reason in err and nothing applied: 0, -EINVAL, -EPROTONOSUPPORT (written by a
+ *    newer format), -ENOMEM. Namespaces that ended meanwhile are left out, undo entries of
+ *    processes that exited meanwhile are applied, parked calls whose callers went are
+ *    dropped; the rest is served on as if nothing happened.
+ * Both from a thread registered with sv_thread_register().
+ */
+int nt_super_save(struct nt_super *s, void **buf, size_t *len);
+/*
+ * Close every listener, before nt_super_start() only: listeners taken over without a state to
+ * serve them with (their parked calls would never be answered) are cut off instead, so the
+ * kernel fails their calls with ENOSYS.
+ */
+void nt_super_drop_listeners(struct nt_super *s);
+int nt_super_restore(struct nt_super *s, const void *buf, size_t len, char *err, size_t errlen);
 
 /* Human-readable summary (semvisor-run --stats). */
 void nt_stats_print(const struct nt_stats *st, FILE *f);

@@ -269,6 +269,22 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 	return n;
 }
 
+struct nt_ns *nsreg_adopt(struct nsreg *r, int nsfd, const struct nt_pod *pod)
+{
+	struct nt_ns *n = nsreg_ipc(r, nsfd, NULL);
+
+	if (!n || n == r->full)
+		return n;
+	nsreg_label(r, n, pod);
+	xlock(&r->lock);
+	n->nthreads--;
+	/* held by our pin only, it would end now: it ends with the supervisor instead */
+	if (!n->probed)
+		n->persistent = true;
+	xunlock(&r->lock);
+	return n;
+}
+
 /* caller holds r->lock */
 static struct nt_ns *find_named(struct nsreg *r, const char *name)
 {

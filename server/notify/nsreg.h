@@ -142,6 +142,14 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint);
  * (a pod's sandbox makes its IPC namespace), and nothing is decided by the name.
  */
 void nsreg_label(struct nsreg *r, struct nt_ns *n, const struct nt_pod *pod);
+/*
+ * The namespace of nsfd as a previous supervisor process had it (persist.c): as nsreg_ipc()
+ * but no thread is counted in, since none is known yet. A namespace we cannot ask the kernel
+ * about (not probed) could only end with a confined thread we saw leave, so it stays until the
+ * supervisor ends. Named after pod as nsreg_label() would. The stand-in (reg->full) when it is
+ * over the budget.
+ */
+struct nt_ns *nsreg_adopt(struct nsreg *r, int nsfd, const struct nt_pod *pod);
 /* A named namespace (created on first use), with a reference. NULL when out of memory. */
 struct nt_ns *nsreg_named(struct nsreg *r, const char *name);
 void nt_ns_get(struct nt_ns *n);

@@ -9,6 +9,16 @@
 #include "notify/stats.h"
 #include "notify/super.h"
 
+void nt_stats_add(struct nt_stats *to, const struct nt_stats *from)
+{
+	const uint64_t *f = (const uint64_t *)from;
+	uint64_t *t = (uint64_t *)to;
+
+	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+		__atomic_fetch_add(&t[i], __atomic_load_n(&f[i], __ATOMIC_RELAXED),
+				   __ATOMIC_RELAXED);
+}
+
 static const char *call_name(int nr)
 {
 	switch (nr) {

@@ -23,6 +23,12 @@
 #define NT_STATS(s, wk)		 ((wk) ? &(wk)->stats : &(s)->events)
 #define NT_COUNT_EVENT(s, field) NT_ADD(&(s)->events, field, 1)
 
+/*
+ * Fold one set of counters into another (every counter is a uint64_t): each read whole, each
+ * added atomically, so either side may be counted into meanwhile.
+ */
+void nt_stats_add(struct nt_stats *to, const struct nt_stats *from);
+
 /* The log2 histogram bucket of a duration. */
 static inline int nt_hist_bucket(int64_t ns)
 {

@@ -479,7 +479,7 @@ int tgt_ns_ident(int nsfd, bool with_id, struct tgt_nsid *out)
 }
 
 /* An fd of the IPC namespace whose id is given, or -errno (-ESTALE: it is gone). */
-static int tgt_ns_reopen(const struct tgt_nsid *id)
+int tgt_ns_reopen(const struct tgt_nsid *id)
 {
 	union {
 		struct file_handle fh;

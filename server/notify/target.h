@@ -126,6 +126,9 @@ int tgt_ns_open(int pidfd, pid_t tid, enum tgt_ns_type type, bool by_pidfd);
 int tgt_ns_key(int nsfd, bool with_id, uint64_t *key);
 /* What names the namespace nsfd is: id (if with_id), ino, and a handle (if with_id). */
 int tgt_ns_ident(int nsfd, bool with_id, struct tgt_nsid *out);
+/* An fd for the namespace id names while it lives (its handle): -ESTALE once it is gone,
+   -EPERM when not ours to open. */
+int tgt_ns_reopen(const struct tgt_nsid *id);
 /* Is the namespace still alive? 1 yes, 0 no (its handle is stale), -errno: cannot tell. */
 int tgt_ns_alive(const struct tgt_nsid *id);
 /* Is fd in thread tid's table an IPC namespace other than the one with inode own_ino? */
