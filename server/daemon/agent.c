@@ -202,9 +202,13 @@ static void *receive(void *arg)
 		close(listener);
 		goto out;
 	}
+	/* in the fd store before it is served: from then on no stop of ours can cut it off */
+	lo.key = atomic_fetch_add(&d->next_key, 1) + 1;
+	fdstore_listener(d, listener, &lo);
 	rc = nt_super_add_listener(d->super, listener, &lo);
 	if (rc) {
 		dlog(d, "agent: %s: cannot serve it: %s", name, strerror(-rc));
+		fdstore_forget(d, &lo);
 		goto out;
 	}
 	/* the id too when the name is Kubernetes': the log is where a runtime's id is looked up */
@@ -222,6 +226,24 @@ static void *receive(void *arg)
 out:
 	conn_end(c);
 	return NULL;
+}
+
+void agent_drain(struct daemon *d)
+{
+	/* each receive ends within its timeout */
+	for (int waited = 0; waited < AGENT_TIMEOUT_MS + 1000; waited += 10) {
+		bool busy;
+
+		xlock(&conns_lock);
+		busy = false;
+		for (int i = 0; i < AGENT_THREADS; i++)
+			busy |= conns[i] != NULL;
+		xunlock(&conns_lock);
+		if (!busy)
+			return;
+		usleep(10000);
+	}
+	dlog(d, "agent: clients still being received at the stop");
 }
 
 bool agent_accept(struct daemon *d, int lfd)

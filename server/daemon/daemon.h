@@ -7,6 +7,10 @@
 #ifndef SV_DAEMON_H
 #define SV_DAEMON_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "daemon/config.h"
 #include "notify/notify.h"
 #include "util/usock.h"
@@ -31,6 +35,7 @@ struct daemon {
 	struct usock agent_sock;
 	struct ctl_server *ctl;
 	struct ctl_http *metrics;
+	_Atomic uint64_t next_key; /* the last listener key given (fdstore.c) */
 };
 
 /* Log a line on stderr (the journal under systemd). Thread-safe. */
@@ -44,6 +49,22 @@ void dlog(struct daemon *d, const char *fmt, ...) __attribute__((format(printf, 
 bool agent_accept(struct daemon *d, int lfd);
 /* Called from a receiving thread when it is done (main.c wakes the loop). */
 void agent_resume(struct daemon *d);
+
+/* Wait (a bounded time) until every connection being received has been served or dropped. */
+void agent_drain(struct daemon *d);
+
+/*
+ * The fd store (fdstore.c): whether the service manager keeps fds for us (NOTIFY_SOCKET, and
+ * systemd's $FDSTORE not 0); store a listener under its options' key (before the supervisor
+ * owns fd) or take it out again; at a start, serve the listeners and apply the state stored
+ * by the previous process (before nt_super_start(): returns the listeners taken over); at a
+ * stop, store the state (after nt_super_wait()).
+ */
+bool fdstore_enabled(void);
+void fdstore_listener(struct daemon *d, int fd, const struct nt_listener_opts *lo);
+void fdstore_forget(struct daemon *d, const struct nt_listener_opts *lo);
+int fdstore_take(struct daemon *d);
+void fdstore_save(struct daemon *d);
 
 /* A listening socket systemd passed under this name (FileDescriptorName=), or -1. */
 int systemd_socket(const char *name);

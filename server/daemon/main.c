@@ -449,6 +449,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stderr, NULL, _IOLBF, 0);
 
+	sv_thread_register(); /* this thread saves and restores the engine's state (fdstore.c) */
 	nc.nworkers = d->cfg.workers ? d->cfg.workers : default_workers();
 	nc.bulk_lane = true; /* tenants: a heavy one must not hold up the others */
 	nc.limits = d->cfg.have_limits ? &d->cfg.limits : NULL;
@@ -510,6 +511,8 @@ int main(int argc, char **argv)
 		dlog(d, "metrics: %s", err);
 		return 1;
 	}
+	/* the previous process's clients and state, before anything is served */
+	fdstore_take(d);
 	rc = nt_super_start(d->super);
 	if (rc) {
 		dlog(d, "starting workers: %s", strerror(-rc));
@@ -544,16 +547,22 @@ int main(int argc, char **argv)
 
 	ev_run(loop, 0);
 
-	/* Stop: no new clients, then the workers. */
+	/*
+	 * Stop: no new clients (those being received are served first, so each is in the fd
+	 * store), then the workers; what is parked stays unanswered in the kernel, and the
+	 * state, saved, lets the next process answer it.
+	 */
 	ev_io_stop(loop, &agent_w);
 	if (d->agent_bound)
 		usock_close(&d->agent_sock); /* (its file only if it is still ours) */
 	else
 		close(d->agent_fd);
+	agent_drain(d);
 	ctlsock_detach(d);
 	metrics_detach(d);
 	nt_super_stop(d->super);
 	nt_super_wait(d->super);
+	fdstore_save(d);
 	dlog(d, "stopped");
 	return 0;
 }
