@@ -590,6 +590,26 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 	}
 }
 
+/*
+ * A call served again whose caller no longer waits for it: a signal ended its wait, or it
+ * died, while no supervisor ran. Remembered as its parked call would have been (parked.h), so
+ * that a restart of it by the kernel (SA_RESTART) is answered EINTR, as a wait interrupted
+ * natively is, and not served as a new call.
+ */
+static void again_interrupted(struct nt_worker *wk, const struct seccomp_notif *n, int nr)
+{
+	int err;
+	struct nt_thread *thr = ident_thread(wk->super, (int32_t)n->pid, &err);
+
+	NT_ADD(&wk->stats, interrupted, 1);
+	if (!thr)
+		return;
+	xlock(&thr->lock);
+	nt_callsig_set(&thr->interrupted, nr, (const uint64_t *)n->data.args, -EINTR);
+	xunlock(&thr->lock);
+	nt_thread_put(thr);
+}
+
 static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
 		      int nr, int64_t t0, const struct nt_again *again)
 {
@@ -616,7 +636,9 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		 * memory (or what we could not read about it), or a caller we cannot see at all
 		 * (outside our pid namespace). A caller that waits always hears something.
 		 */
-		if (err == -ESRCH && !nt_waits(l, n->id))
+		if (err == -ESRCH && !nt_waits(l, n->id) && again)
+			again_interrupted(wk, n, nr);
+		else if (err == -ESRCH && !nt_waits(l, n->id))
 			NT_ADD(&wk->stats, stale, 1);
 		else if (nt_answer(l, n->id,
 				   err == -EACCES   ? -ENOSYS
