@@ -237,6 +237,13 @@ Test(engine_state, namespace_round_trip)
 
 	buf = export_ns(old_ns, &len);
 	cr_assert_eq(sv_ns_import(new_ns, buf, len), 0);
+	{
+		size_t len2;
+		void *again = export_ns(new_ns, &len2);
+
+		cr_assert(len2 == len && !memcmp(again, buf, len), "exported again: the same blob");
+		free(again);
+	}
 	same_ns(old_ns, new_ns);
 
 	s.n = 0;
@@ -382,13 +389,24 @@ Test(engine_state, undo_round_trip)
 
 /* ---- hostile blobs ---- */
 
-/* Import into a namespace of its own: the result, and a namespace consistent with it. */
+/*
+ * Import into a namespace of its own: the result, and a namespace consistent with it, which
+ * exports as exactly the blob it came from.
+ */
 static int try_ns(const void *buf, size_t len)
 {
 	struct sv_ns *ns = ns_with(NULL);
 	static struct sets s;
 	struct sv_ns_info info;
 	int err = sv_ns_import(ns, buf, len);
+
+	if (!err) {
+		size_t len2;
+		void *again = export_ns(ns, &len2);
+
+		cr_assert(len2 == len && !memcmp(again, buf, len), "not the same blob again");
+		free(again);
+	}
 
 	s.n = 0;
 	sv_ns_for_each_set_ordered(ns, collect, &s);
@@ -602,6 +620,9 @@ Test(engine_state, hand_made)
 	hdr(&bl, "SVNS", 1), ns_fixed(&bl, 2);
 	set(&bl, 1, id1, KEY, 2, 5), set(&bl, 1, id1 + SV_IPCMNI, SV_IPC_PRIVATE, 1, 0);
 	cr_assert_eq(end(&bl), -EINVAL, "duplicate index");
+	hdr(&bl, "SVNS", 1), ns_fixed(&bl, 2);
+	set(&bl, 1, id1, KEY, 2, 5), set(&bl, 0, id0, SV_IPC_PRIVATE, 1, 0);
+	cr_assert_eq(end(&bl), -EINVAL, "out of index order");
 	hdr(&bl, "SVNS", 1), ns_fixed(&bl, 2);
 	set(&bl, 0, id0, KEY, 2, 5), set(&bl, 1, id1, KEY, 1, 0);
 	cr_assert_eq(end(&bl), -EINVAL, "duplicate key");

@@ -33,7 +33,9 @@
  *       i32 sempid
  *       u32 nops, nwaits, lock_spun, lock_slept
  *
- * in_use, used_sems and max_idx are not written: they follow from the sets.
+ * Sets come in strictly increasing index order (so no index twice), and non-private keys are
+ * unique. in_use, used_sems and max_idx are not written: they follow from the sets. A blob this
+ * reader takes is one the writer would write for the namespace it makes, byte for byte.
  *
  * A process, version 1 (after the header):
  *
@@ -306,8 +308,8 @@ struct ns_rec {
 	struct set_rec *sets; /* malloc'd */
 };
 
-/* One set: 0 with r past it, or -EINVAL. used marks the indexes taken so far. */
-static int get_set(struct rd *r, struct set_rec *s, uint64_t *used)
+/* One set: 0 with r past it, or -EINVAL. *last is the index of the set before (-1: none). */
+static int get_set(struct rd *r, struct set_rec *s, int32_t *last)
 {
 	int32_t idx = get_i32(r);
 
@@ -326,9 +328,10 @@ static int get_set(struct rd *r, struct set_rec *s, uint64_t *used)
 	/* a non-negative int32 id has seq <= SV_SEQ_MAX by construction */
 	if (r->bad || idx < 0 || idx >= SV_IPCMNI || s->id < 0 || s->id % SV_IPCMNI != idx)
 		return -EINVAL;
-	if (used[idx / 64] & (1ull << (idx % 64)))
+	/* in index order, as written: no index twice, and a valid blob reads back byte for byte */
+	if (idx <= *last)
 		return -EINVAL;
-	used[idx / 64] |= 1ull << (idx % 64);
+	*last = idx;
 	if (s->mode & ~0777u || s->nsems < 1 || !fits(r, (uint64_t)s->nsems, SEM_SIZE))
 		return -EINVAL;
 	s->sems = r->p;
@@ -347,8 +350,8 @@ static int get_set(struct rd *r, struct set_rec *s, uint64_t *used)
 /* The whole blob, checked: 0 (rec->sets to free), -EINVAL, -EPROTONOSUPPORT or -ENOMEM. */
 static int get_ns(const void *buf, size_t len, struct ns_rec *rec)
 {
-	uint64_t used[SV_IPCMNI / 64] = { 0 };
 	int64_t total_sems = 0;
+	int32_t last = -1;
 	int32_t *keys;
 	size_t nkeys = 0;
 	struct rd r;
@@ -385,7 +388,7 @@ static int get_ns(const void *buf, size_t len, struct ns_rec *rec)
 	for (uint32_t i = 0; i < rec->nsets; i++) {
 		struct set_rec *s = &rec->sets[i];
 
-		if (get_set(&r, s, used))
+		if (get_set(&r, s, &last))
 			goto fail;
 		total_sems += s->nsems;
 		if (total_sems > INT_MAX)
