@@ -69,6 +69,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "util/fault.h"
 
 #define STATE_VERSION 1
 #define HDR_SIZE      16 /* magic, version, length */
@@ -81,6 +82,15 @@
 
 /* The export sums sizes of at most INT_MAX semaphores in all: no overflow with a 64-bit size_t. */
 _Static_assert(sizeof(size_t) >= 8, "blob sizes need a 64-bit size_t");
+
+/*
+ * Every allocation here may fail on demand in the fault-injection build (util/fault.h): the
+ * tests fail each in turn and check that nothing was left made or charged.
+ */
+static void *state_calloc(size_t n, size_t size)
+{
+	return sv_fault(SV_FAULT_ALLOC) ? NULL : calloc(n, size);
+}
 
 /* ---- writing: into a buffer sized beforehand ---- */
 
@@ -257,7 +267,7 @@ int sv_ns_export(struct sv_ns *ns, void **buf, size_t *len)
 		if (set)
 			size += set_bytes(set); /* at most INT_MAX semaphores: no overflow */
 	}
-	*buf = malloc(size);
+	*buf = sv_fault(SV_FAULT_ALLOC) ? NULL : malloc(size);
 	if (!*buf) {
 		rcu_read_unlock();
 		xunlock(&ns->ids_lock);
@@ -378,8 +388,8 @@ static int get_ns(const void *buf, size_t len, struct ns_rec *rec)
 	if (!rec->nsets)
 		return r.left ? -EINVAL : 0;
 
-	rec->sets = calloc(rec->nsets, sizeof(*rec->sets));
-	keys = calloc(rec->nsets, sizeof(*keys));
+	rec->sets = state_calloc(rec->nsets, sizeof(*rec->sets));
+	keys = state_calloc(rec->nsets, sizeof(*keys));
 	if (!rec->sets || !keys) {
 		err = -ENOMEM;
 		goto fail;
@@ -413,7 +423,7 @@ fail:
 /* A set from its record: not in the tables yet. NULL when out of memory. */
 static struct sv_set *make_set(struct sv_ns *ns, const struct set_rec *s)
 {
-	struct sv_set *set = sv_set_new(ns, s->key, s->nsems);
+	struct sv_set *set = sv_fault(SV_FAULT_ALLOC) ? NULL : sv_set_new(ns, s->key, s->nsems);
 	struct rd r = { .p = s->sems, .left = (size_t)s->nsems * SEM_SIZE };
 
 	if (!set)
@@ -488,7 +498,7 @@ int sv_ns_import(struct sv_ns *ns, const void *buf, size_t len)
 	err = get_ns(buf, len, &rec);
 	if (err)
 		return err;
-	if (rec.nsets && !(sets = calloc(rec.nsets, sizeof(*sets)))) {
+	if (rec.nsets && !(sets = state_calloc(rec.nsets, sizeof(*sets)))) {
 		free(rec.sets);
 		return -ENOMEM;
 	}
@@ -531,7 +541,7 @@ int sv_proc_export(struct sv_proc *p, void **buf, size_t *len)
 			size += UNDO_FIXED + (size_t)un->nsems * SEMADJ_SIZE;
 	}
 	xunlock(&p->lock);
-	*buf = malloc(size);
+	*buf = sv_fault(SV_FAULT_ALLOC) ? NULL : malloc(size);
 	if (!*buf) {
 		rcu_read_unlock();
 		return -ENOMEM;
@@ -602,8 +612,8 @@ static int get_proc(const void *buf, size_t len, struct undo_rec **out, uint32_t
 		return -EINVAL;
 	if (!n)
 		return r.left ? -EINVAL : 0;
-	recs = calloc(n, sizeof(*recs));
-	semids = calloc(n, sizeof(*semids));
+	recs = state_calloc(n, sizeof(*recs));
+	semids = state_calloc(n, sizeof(*semids));
 	if (!recs || !semids) {
 		free(recs);
 		free(semids);
@@ -666,7 +676,8 @@ static int make_undos(struct sv_proc *p, const struct undo_rec *recs, uint32_t n
 		uns[i] = NULL;
 		if (!set || set->nsems != u->nsems)
 			continue; /* removed, or another set took the id: nothing to adjust */
-		uns[i] = calloc(1, sizeof(*uns[i]) + (size_t)u->nsems * sizeof(uns[i]->semadj[0]));
+		uns[i] =
+		    state_calloc(1, sizeof(*uns[i]) + (size_t)u->nsems * sizeof(uns[i]->semadj[0]));
 		if (!uns[i]) {
 			err = -ENOMEM;
 			break;
@@ -712,7 +723,8 @@ int sv_proc_import(struct sv_proc *p, const void *buf, size_t len)
 		free(recs);
 		return -EBUSY;
 	}
-	if (n && (!(sets = calloc(n, sizeof(*sets))) || !(uns = calloc(n, sizeof(*uns))))) {
+	if (n &&
+	    (!(sets = state_calloc(n, sizeof(*sets))) || !(uns = state_calloc(n, sizeof(*uns))))) {
 		free(sets);
 		free(recs);
 		return -ENOMEM;
