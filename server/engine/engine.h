@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Engine internals shared by the engine's files (ns.c, sem.c, semctl.c, undo.c). Nothing outside
- * server/engine/ includes this; the public interface is sem.h.
+ * Engine internals shared by the engine's files (ns.c, sem.c, semctl.c, undo.c, budget.c,
+ * state.c). Nothing outside server/engine/ includes this; the public interface is sem.h.
  *
  * Lock nesting, outermost first:
  *   ns->ids_lock  >  set->lock  >  sem->lock  >  proc->lock
