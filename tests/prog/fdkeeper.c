@@ -69,15 +69,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FDNAME_MAX	255
-#define NOTIFY_MAX	4096 /* systemd's NOTIFY_BUFFER_MAX */
-#define FDS_PER_MSG	253  /* SCM_MAX_FD */
-#define START_MS	30000
-#define STOP_MS		20000
-#define KILL_MS		5000
-#define WAIT_STORE_MS	10000
-#define MAX_LISTEN	16
-#define CMD_MAX		1024
+#define FDNAME_MAX    255
+#define NOTIFY_MAX    4096 /* systemd's NOTIFY_BUFFER_MAX */
+#define FDS_PER_MSG   253  /* SCM_MAX_FD */
+#define START_MS      30000
+#define STOP_MS	      20000
+#define KILL_MS	      5000
+#define WAIT_STORE_MS 10000
+#define MAX_LISTEN    16
+#define CMD_MAX	      1024
 
 struct stored {
 	int fd;
@@ -107,7 +107,7 @@ static struct {
 	int nstore, store_cap, store_max;
 	FILE *log;
 
-	char dir[64];	  /* private directory of the notify socket */
+	char dir[64]; /* private directory of the notify socket */
 	char notify_path[100];
 	int notify_fd, sig_fd, devnull;
 
@@ -116,7 +116,7 @@ static struct {
 
 	enum op op;
 	int64_t deadline;
-	bool killed;   /* OP_STOP: SIGKILL sent after the SIGTERM timed out */
+	bool killed;	/* OP_STOP: SIGKILL sent after the SIGTERM timed out */
 	bool then_exit; /* OP_STOP: leave once it exited, else start again */
 	char wait_name[FDNAME_MAX + 1];
 
@@ -482,10 +482,9 @@ static bool notify_read(void)
 		char b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
 	} ctl;
 	struct iovec iov = { buf, NOTIFY_MAX };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = &ctl,
-			     .msg_controllen = sizeof(ctl) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof(ctl)
+	};
 	int fds[FDS_PER_MSG], nfds = 0;
 	struct ucred *cred = NULL;
 	ssize_t len = recvmsg(k.notify_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
@@ -690,8 +689,8 @@ static int listen_on(struct listen_sock *l)
 	if (!lstat(l->path, &sb) && S_ISSOCK(sb.st_mode))
 		unlink(l->path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(l->path, 0666) || listen(fd, SOMAXCONN)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(l->path, 0666) ||
+	    listen(fd, SOMAXCONN)) {
 		logf_("--listen %s=%s: %s", l->name, l->path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -844,8 +843,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	logf_("notify socket %s; %d listen sockets; store up to %d fds", k.notify_path,
-	      k.nlisten, k.store_max);
+	logf_("notify socket %s; %d listen sockets; store up to %d fds", k.notify_path, k.nlisten,
+	      k.store_max);
 	start();
 
 	for (;;) {
@@ -883,8 +882,8 @@ int main(int argc, char **argv)
 		/* stored fds that hung up, from the end (the indices of the earlier ones hold) */
 		for (int i = npf - 1; r > 0 && i >= 3; i--)
 			if (pf[i].revents & (POLLHUP | POLLERR | POLLNVAL))
-				store_drop(i - 3, pf[i].revents & POLLHUP ? "it hung up"
-									  : "poll error");
+				store_drop(i - 3,
+					   pf[i].revents & POLLHUP ? "it hung up" : "poll error");
 		if (r > 0 && pf[1].revents) {
 			struct signalfd_siginfo si;
 
