@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Restarts of the service: fdkeeper (tests/prog/fdkeeper.c) plays systemd's part where systemd
+ * is not PID 1, and these tests first check that it plays it right, with a tiny service
+ * (tests/prog/fdstore-svc.c) that keeps a counter in the fd store: the counter survives
+ * restarts by SIGTERM and by SIGKILL, FDSTOREREMOVE=1 removes, a stored socket that hangs up
+ * is dropped (unless FDPOLL=0), messages from a pid other than the main one are ignored, the
+ * store has a size limit, and the service gets no fd it was not meant to have.
+ *
+ * Then semvisord itself under the keeper, restarted over and over while clients of every kind
+ * are parked in it (tests/prog/restart-load.c): nothing may be lost. Those tests need the
+ * daemon to keep its listeners and state in the fd store; until it does they fail, so they run
+ * only with SV_TEST_RESTART=1.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "tests/60-daemon-harness.h"
+
+TestSuite(daemon_restart, .timeout = 150, .fini = dh_cleanup);
+
+/* ---- driving the keeper ---- */
+
+struct keeper {
+	pid_t pid;
+	int in, out; /* its stdin (commands), its stdout (answers) */
+	char buf[8192];
+	size_t len;
+	char log[PATH_MAX];
+	char err[PATH_MAX]; /* its stderr: the service's output too */
+};
+
+/*
+ * Start fdkeeper with opts (its options, NULL-terminated) and the service argv, its log in
+ * dir/NAME.log and its stderr in dir/NAME.err. Its own process group, killed with the test.
+ */
+static void kp_start(struct keeper *kp, const char *name, const char *const *opts,
+		     const char *const *argv)
+{
+	const char *full[64];
+	char logopt[PATH_MAX + 8];
+	int in[2], out[2], n = 0;
+	pid_t parent = getpid();
+
+	snprintf(kp->log, sizeof(kp->log), "%s/%s.log", dh_dir, name);
+	snprintf(kp->err, sizeof(kp->err), "%s/%s.err", dh_dir, name);
+	snprintf(logopt, sizeof(logopt), "--log=%s", kp->log);
+	full[n++] = dh_bin("tests/prog/fdkeeper");
+	full[n++] = logopt;
+	for (int i = 0; opts && opts[i] && n < 30; i++)
+		full[n++] = opts[i];
+	full[n++] = "--";
+	for (int i = 0; argv[i] && n < 63; i++)
+		full[n++] = argv[i];
+	full[n] = NULL;
+	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0);
+	fflush(NULL);
+	kp->pid = fork();
+	cr_assert(kp->pid >= 0);
+	if (kp->pid == 0) {
+		int e = open(kp->err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		sigset_t none;
+
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(120);
+		for (int sig = 1; sig < NSIG; sig++)
+			signal(sig, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (e < 0 || dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(e, 2) < 0)
+			_exit(121);
+		closefrom(3);
+		execv(full[0], (char *const *)full);
+		dprintf(2, "exec %s: %s\n", full[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(kp->pid, kp->pid);
+	dh_track(kp->pid);
+	close(in[0]);
+	close(out[1]);
+	kp->in = in[1];
+	kp->out = out[0];
+	kp->len = 0;
+}
+
+static char *kp_logs(const struct keeper *kp)
+{
+	char *log = dh_slurp(kp->log), *err = dh_slurp(kp->err), *both;
+
+	cr_assert(asprintf(&both, "keeper log:\n%s\nservice output:\n%s", dh_tail(log, 40),
+			   dh_tail(err, 40)) > 0);
+	free(log);
+	free(err);
+	return both;
+}
+
+/* The keeper's next answer line, within timeout_ms; NULL if none came (or it closed stdout). */
+static const char *kp_line(struct keeper *kp, int timeout_ms)
+{
+	static char line[1024];
+	int64_t end = dh_now_ms() + timeout_ms;
+
+	for (;;) {
+		char *nl = memchr(kp->buf, '\n', kp->len);
+		struct pollfd pf = { kp->out, POLLIN, 0 };
+		int64_t left = end - dh_now_ms();
+		ssize_t n;
+
+		if (nl) {
+			size_t used = (size_t)(nl - kp->buf) + 1;
+
+			snprintf(line, sizeof(line), "%.*s", (int)(used - 1), kp->buf);
+			memmove(kp->buf, kp->buf + used, kp->len - used);
+			kp->len -= used;
+			return line;
+		}
+		if (left <= 0 || kp->len == sizeof(kp->buf))
+			return NULL;
+		if (poll(&pf, 1, (int)left) <= 0)
+			continue;
+		n = read(kp->out, kp->buf + kp->len, sizeof(kp->buf) - kp->len);
+		if (n <= 0)
+			return NULL;
+		kp->len += (size_t)n;
+	}
+}
+
+static void kp_send(struct keeper *kp, const char *cmd)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line), "%s\n", cmd);
+
+	cr_assert(write(kp->in, line, (size_t)n) == n, "keeper's stdin: %s", strerror(errno));
+}
+
+/* The next answer must start with want: it is returned (a static buffer). */
+#define kp_expect(kp, want, timeout_ms)                                                            \
+	({                                                                                         \
+		const char *l_ = kp_line((kp), (timeout_ms));                                      \
+		cr_assert(l_ && !strncmp(l_, (want), strlen(want)),                                \
+			  "keeper answered %s%s%s, expected %s...\n%s", l_ ? "'" : "(nothing)",    \
+			  l_ ? l_ : "", l_ ? "'" : "", (want), kp_logs(kp));                       \
+		l_;                                                                                \
+	})
+
+/* "ready PID": the pid. */
+static pid_t kp_ready(struct keeper *kp, int timeout_ms)
+{
+	const char *l = kp_expect(kp, "ready ", timeout_ms);
+
+	return (pid_t)atoi(l + 6);
+}
+
+/* "restart TERM|KILL": the exit it reported must be want; the new service's pid. */
+static pid_t kp_restart(struct keeper *kp, const char *sig, const char *want)
+{
+	char cmd[32], exited[64];
+
+	snprintf(cmd, sizeof(cmd), "restart %s", sig);
+	snprintf(exited, sizeof(exited), "exited %s", want);
+	kp_send(kp, cmd);
+	cr_assert_str_eq(kp_expect(kp, "exited ", 30000), exited, "%s", kp_logs(kp));
+	return kp_ready(kp, 35000);
+}
+
+/* "store": the names, comma separated ("" for none). */
+static const char *kp_store(struct keeper *kp)
+{
+	const char *l;
+
+	kp_send(kp, "store");
+	l = kp_expect(kp, "store ", 5000);
+	l = strchr(l + 6, ' ');
+	return l ? l + 1 : "";
+}
+
+/* "stop": the service's exit must be want, and the keeper's 0. */
+static void kp_stop(struct keeper *kp, const char *want)
+{
+	char exited[64];
+	int st;
+
+	snprintf(exited, sizeof(exited), "exited %s", want);
+	kp_send(kp, "stop");
+	cr_assert_str_eq(kp_expect(kp, "exited ", 30000), exited);
+	cr_assert(dh_wait(kp->pid, 10000, &st), "the keeper did not leave after stop");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "keeper: %s\n%s", dh_status_text(st),
+		  kp_logs(kp));
+	close(kp->in);
+	close(kp->out);
+}
+
+/* Wait (bounded) until the store's names are want, asking again and again. */
+static void kp_store_becomes(struct keeper *kp, const char *want)
+{
+	int64_t end = dh_now_ms() + 5000;
+	const char *got;
+
+	while (strcmp((got = kp_store(kp)), want) && dh_now_ms() < end)
+		dh_sleep_ms(20);
+	cr_assert_str_eq(got, want, "the store holds %s, expected %s\n%s", got, want,
+			 kp_logs(kp));
+}
+
+/* ---- the keeper, with fdstore-svc ---- */
+
+static const char *const *svc_argv(const char *out)
+{
+	static const char *argv[3];
+
+	argv[0] = dh_bin("tests/prog/fdstore-svc");
+	argv[1] = out;
+	argv[2] = NULL;
+	return argv;
+}
+
+Test(daemon_restart, keeper_usage)
+{
+	char *out;
+	const char *keeper;
+
+	dh_setup_ns(false);
+	keeper = dh_bin("tests/prog/fdkeeper");
+	cr_assert_eq(dh_run((const char *const[]){ keeper, "--help", NULL }, 5000, &out), 0);
+	cr_assert(strstr(out, "usage: fdkeeper") && strstr(out, "wait-store"), "%s", out);
+	free(out);
+	cr_assert_eq(dh_run((const char *const[]){ keeper, NULL }, 5000, &out), 2, "%s", out);
+	cr_assert(strstr(out, "usage: fdkeeper"), "%s", out);
+	free(out);
+	cr_assert_eq(dh_run((const char *const[]){ keeper, "--listen", "nopath", "--", "true", NULL },
+			    5000, &out),
+		     2, "%s", out);
+	free(out);
+	cr_assert_eq(dh_run((const char *const[]){ keeper, "--listen", "a:b=/tmp/x", "--", "true",
+						   NULL },
+			    5000, &out),
+		     2, "a name with ':': %s", out);
+	free(out);
+	cr_assert_eq(dh_run((const char *const[]){ keeper, "--fdstore-max", "lots", "--", "true",
+						   NULL },
+			    5000, &out),
+		     2, "%s", out);
+	free(out);
+	cr_assert_eq(dh_run((const char *const[]){ keeper, "--frobnicate", "--", "true", NULL },
+			    5000, &out),
+		     2, "%s", out);
+	free(out);
+}
+
+/*
+ * The counter survives three restarts by SIGTERM and three by SIGKILL; each start gets the
+ * socket-unit socket first and then the store in order, and no other fd; the counter the
+ * service stores again at each start is kept once. The socket's backlog takes connections
+ * although nobody accepts them.
+ */
+Test(daemon_restart, keeper_counter_survives)
+{
+	struct keeper kp;
+	const char *out_path, *sock;
+	char listen_opt[PATH_MAX + 16], *out;
+	pid_t pid, next;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int c;
+
+	dh_setup_ns(false);
+	out_path = dh_path("svc.out");
+	sock = dh_path("svc.sock");
+	snprintf(listen_opt, sizeof(listen_opt), "--listen=sock=%s", sock);
+	kp_start(&kp, "keeper", (const char *const[]){ listen_opt, NULL }, svc_argv(out_path));
+	pid = kp_ready(&kp, 10000);
+	cr_assert_str_eq(kp_store(&kp), "counter,peer,quiet,extra,extra");
+
+	for (int i = 0; i < 6; i++) {
+		bool term = i % 2 == 0;
+
+		next = kp_restart(&kp, term ? "TERM" : "KILL", term ? "0" : "signal 9");
+		cr_assert_neq(next, pid);
+		pid = next;
+		/* "peer" hung up when the first service's end closed with it */
+		kp_store_becomes(&kp, "counter,quiet,extra,extra");
+	}
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	c = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert(c >= 0 && connect(c, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+		  "connect %s: %s", sock, strerror(errno));
+	close(c);
+	kp_stop(&kp, "0");
+	cr_assert(access(sock, F_OK) != 0, "the keeper left its socket %s behind", sock);
+
+	out = dh_slurp(out_path);
+	cr_assert(strstr(out, "count 1\n") && strstr(out, "count 7\n") &&
+		      !strstr(out, "count 8\n"),
+		  "the counter did not survive:\n%s", out);
+	for (int v = 1; v <= 7; v++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "count %d\n", v);
+		cr_assert_eq(dh_count(out, want), 1, "%s", out);
+	}
+	cr_assert_eq(dh_count(out, "fds ok\n"), 7, "fds it was not given:\n%s", out);
+	cr_assert_eq(dh_count(out, "names sock\n"), 1, "%s", out);
+	cr_assert_eq(dh_count(out, "names sock:counter:quiet:extra:extra\n"), 6, "%s", out);
+	cr_assert_eq(dh_count(out, "term\n"), 4, "%s", out); /* 3 restarts and the stop */
+	free(out);
+}
+
+/*
+ * FDSTOREREMOVE=1 closes every fd of the name; a stored socket whose peer hangs up is dropped,
+ * one stored with FDPOLL=0 is not; a process other than the main pid stores nothing.
+ */
+Test(daemon_restart, keeper_fdstore_rules)
+{
+	struct keeper kp;
+	const char *out_path;
+	char *log;
+	pid_t pid;
+
+	dh_setup_ns(false);
+	out_path = dh_path("svc.out");
+	kp_start(&kp, "keeper", NULL, svc_argv(out_path));
+	pid = kp_ready(&kp, 10000);
+	cr_assert_str_eq(kp_store(&kp), "counter,peer,quiet,extra,extra");
+
+	kill(pid, SIGUSR1);
+	cr_assert(dh_wait_file(out_path, "hung up\n", 1, 5000));
+	kp_store_becomes(&kp, "counter,quiet,extra,extra");
+	kill(pid, SIGUSR2);
+	cr_assert(dh_wait_file(out_path, "removed\n", 1, 5000));
+	kp_store_becomes(&kp, "counter,quiet");
+
+	kill(pid, SIGHUP);
+	kp_send(&kp, "wait-store marker");
+	kp_expect(&kp, "stored marker", 10000);
+	cr_assert_str_eq(kp_store(&kp), "counter,quiet,marker");
+	log = dh_slurp(kp.log);
+	cr_assert(strstr(log, "not the service's main pid"), "%s", log);
+	free(log);
+
+	/* what remains is handed to the next start, and the waits answer */
+	pid = kp_restart(&kp, "TERM", "0");
+	kp_send(&kp, "wait-store nothing-of-that-name");
+	kp_expect(&kp, "failed timeout", 15000);
+	kp_send(&kp, "bogus");
+	kp_expect(&kp, "failed unknown command", 5000);
+	kp_stop(&kp, "0");
+	log = dh_slurp(out_path);
+	cr_assert(strstr(log, "names counter:quiet:marker\n") && strstr(log, "count 2\n"), "%s",
+		  log);
+	free(log);
+}
+
+/* --fdstore-max: what goes beyond it is refused (and closed), the rest kept. */
+Test(daemon_restart, keeper_fdstore_max)
+{
+	struct keeper kp;
+	char *log;
+
+	dh_setup_ns(false);
+	kp_start(&kp, "keeper", (const char *const[]){ "--fdstore-max", "2", NULL },
+		 svc_argv(dh_path("svc.out")));
+	kp_ready(&kp, 10000);
+	cr_assert_str_eq(kp_store(&kp), "counter,peer");
+	log = dh_slurp(kp.log);
+	cr_assert_eq(dh_count(log, "full"), 3, "%s", log);
+	free(log);
+	kp_stop(&kp, "0");
+}
+
+/*
+ * The service's own end is reported and not followed by a start; a restart starts it again.
+ * The keeper stops its service at stdin's end and at SIGTERM.
+ */
+Test(daemon_restart, keeper_ends)
+{
+	struct keeper kp;
+	const char *out_path;
+	pid_t pid;
+	int st;
+
+	dh_setup_ns(false);
+	out_path = dh_path("svc.out");
+	kp_start(&kp, "keeper", NULL, svc_argv(out_path));
+	pid = kp_ready(&kp, 10000);
+	kill(pid, SIGKILL);
+	kp_expect(&kp, "exited signal 9", 5000);
+	cr_assert_null(kp_line(&kp, 300), "the keeper started the service again by itself");
+	pid = kp_restart(&kp, "TERM", "signal 9");
+	cr_assert(pid > 0);
+
+	close(kp.in);
+	kp_expect(&kp, "exited 0", 30000);
+	cr_assert(dh_wait(kp.pid, 10000, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "keeper at stdin's end: %s", dh_status_text(st));
+	close(kp.out);
+
+	kp_start(&kp, "keeper2", NULL, svc_argv(out_path));
+	pid = kp_ready(&kp, 10000);
+	kill(kp.pid, SIGTERM);
+	kp_expect(&kp, "exited 0", 30000);
+	cr_assert(dh_wait(kp.pid, 10000, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "keeper at SIGTERM: %s", dh_status_text(st));
+	cr_assert(kill(pid, 0) != 0, "the service outlived the keeper");
+	close(kp.in);
+	close(kp.out);
+}
