@@ -69,10 +69,9 @@ static void notify(const char *text, const int *fds, int nfds)
 		char b[CMSG_SPACE(sizeof(int) * 8)];
 	} ctl;
 	struct iovec iov = { (void *)text, strlen(text) };
-	struct msghdr mh = { .msg_name = &sa,
-			     .msg_namelen = sizeof(sa),
-			     .msg_iov = &iov,
-			     .msg_iovlen = 1 };
+	struct msghdr mh = {
+		.msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1
+	};
 	int fd;
 
 	MUST(path && strlen(path) < sizeof(sa.sun_path) && nfds <= 8);
