@@ -612,6 +612,35 @@ static void restart_load(const char *sig, int restarts, int pace)
 	free(served);
 }
 
+/*
+ * What works already: the daemon starts under the keeper on the socket it is handed (named
+ * "agent"), and after each restart, by SIGTERM or SIGKILL, serves new programs on the same
+ * socket; it never binds a socket of its own.
+ */
+Test(daemon_restart, daemon_serves_after_restart)
+{
+	struct keeper kp;
+	const char *sock;
+	char *out, *err;
+
+	dh_setup();
+	sock = daemon_under_keeper(&kp);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(DH_SEM(sock, &out, "post", "0x5e57a100", "1"), 0,
+			     "after %d restarts:\n%s\n%s", i, out, kp_logs(&kp));
+		free(out);
+		kp_restart(&kp, i % 2 ? "KILL" : "TERM", i % 2 ? "signal 9" : "0");
+	}
+	cr_assert_eq(DH_SEM(sock, &out, "post", "0x5e57a100", "1"), 0, "%s\n%s", out, kp_logs(&kp));
+	free(out);
+	kp_stop(&kp, "0");
+	err = dh_slurp(kp.err);
+	cr_assert_eq(dh_count(err, "(socket activation)"), 5, "%s", err);
+	free(err);
+	cr_assert(access(dh_path("configured.sock"), F_OK) != 0,
+		  "the daemon bound its own socket although it was given one");
+}
+
 /* The same workload and keeper without restarts: the comparison itself holds. */
 Test(daemon_restart, load_without_restart)
 {
