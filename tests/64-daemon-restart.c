@@ -71,6 +71,9 @@ static void kp_start(struct keeper *kp, const char *name, const char *const *opt
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (e < 0 || dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(e, 2) < 0)
 			_exit(121);
+		/* its notify socket in the test's directory, which goes even if the keeper is
+		   killed */
+		setenv("TMPDIR", dh_dir, 1);
 		closefrom(3);
 		execv(full[0], (char *const *)full);
 		dprintf(2, "exec %s: %s\n", full[0], strerror(errno));

@@ -8,7 +8,8 @@
  *   fdkeeper [--listen NAME=PATH]... [--fdstore-max N] [--log FILE] -- PROGRAM [ARG]...
  *
  * What the service sees, as under systemd:
- *   - NOTIFY_SOCKET: a datagram socket in a private directory, SO_PASSCRED on.
+ *   - NOTIFY_SOCKET: a datagram socket in a private directory under $TMPDIR (else /tmp),
+ *     SO_PASSCRED on.
  *   - fds 3, 4, ...: first the --listen sockets (unix stream sockets bound at PATH, mode 0666,
  *     listening for the keeper's whole life like a socket unit's, so that connections made
  *     while the service is down wait in the backlog), then every fd of the store, in the order
@@ -107,8 +108,8 @@ static struct {
 	int nstore, store_cap, store_max;
 	FILE *log;
 
-	char dir[64]; /* private directory of the notify socket */
-	char notify_path[100];
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path) - 8]; /* the notify socket's */
+	char notify_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int notify_fd, sig_fd, devnull;
 
 	pid_t child; /* 0: not running */
@@ -706,14 +707,14 @@ static int notify_setup(void)
 	const char *tmp = getenv("TMPDIR");
 	int on = 1;
 
-	snprintf(k.dir, sizeof(k.dir), "%.40s/fdkeeper-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	/* in $TMPDIR if its path leaves room for the socket's name, else in /tmp */
+	if (!tmp || !*tmp || strlen(tmp) + sizeof("/fdkeeper-XXXXXX") > sizeof(k.dir))
+		tmp = "/tmp";
+	snprintf(k.dir, sizeof(k.dir), "%s/fdkeeper-XXXXXX", tmp);
 	if (!mkdtemp(k.dir)) {
-		snprintf(k.dir, sizeof(k.dir), "/tmp/fdkeeper-XXXXXX");
-		if (!mkdtemp(k.dir)) {
-			logf_("mkdtemp: %s", strerror(errno));
-			k.dir[0] = '\0';
-			return -1;
-		}
+		logf_("mkdtemp %s: %s", k.dir, strerror(errno));
+		k.dir[0] = '\0';
+		return -1;
 	}
 	/* the service may run as another user: the directory must let it reach the socket */
 	chmod(k.dir, 0755);
