@@ -281,6 +281,8 @@ Test(daemon_restart, keeper_counter_survives)
 		next = kp_restart(&kp, term ? "TERM" : "KILL", term ? "0" : "signal 9");
 		cr_assert_neq(next, pid);
 		pid = next;
+		/* the state was taken back and removed before READY=1 */
+		cr_assert(!strstr(kp_store(&kp), "state"), "%s", kp_logs(&kp));
 		/* "peer" hung up when the first service's end closed with it */
 		kp_store_becomes(&kp, "counter,quiet,extra,extra");
 	}
@@ -304,7 +306,16 @@ Test(daemon_restart, keeper_counter_survives)
 	}
 	cr_assert_eq(dh_count(out, "fds ok\n"), 7, "fds it was not given:\n%s", out);
 	cr_assert_eq(dh_count(out, "names sock\n"), 1, "%s", out);
-	cr_assert_eq(dh_count(out, "names sock:counter:quiet:extra:extra\n"), 6, "%s", out);
+	/* after SIGTERM the state it stored on its way out comes back (and is removed) */
+	cr_assert_eq(dh_count(out, "names sock:counter:quiet:extra:extra:state\n"), 3, "%s", out);
+	cr_assert_eq(dh_count(out, "names sock:counter:quiet:extra:extra\n"), 3, "%s", out);
+	for (int v = 1; v <= 5; v += 2) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "state %d\n", v);
+		cr_assert_eq(dh_count(out, want), 1, "%s", out);
+	}
+	cr_assert_eq(dh_count(out, "state "), 3, "%s", out);
 	cr_assert_eq(dh_count(out, "term\n"), 4, "%s", out); /* 3 restarts and the stop */
 	free(out);
 }
@@ -343,14 +354,15 @@ Test(daemon_restart, keeper_fdstore_rules)
 
 	/* what remains is handed to the next start, and the waits answer */
 	pid = kp_restart(&kp, "TERM", "0");
+	cr_assert_str_eq(kp_store(&kp), "counter,quiet,marker");
 	kp_send(&kp, "wait-store nothing-of-that-name");
 	kp_expect(&kp, "failed timeout", 15000);
 	kp_send(&kp, "bogus");
 	kp_expect(&kp, "failed unknown command", 5000);
 	kp_stop(&kp, "0");
 	log = dh_slurp(out_path);
-	cr_assert(strstr(log, "names counter:quiet:marker\n") && strstr(log, "count 2\n"), "%s",
-		  log);
+	cr_assert(strstr(log, "names counter:quiet:marker:state\n") && strstr(log, "count 2\n"),
+		  "%s", log);
 	free(log);
 }
 

@@ -10,13 +10,17 @@
  * incremented, or 1 on the first start, when it creates the memfd). It stores the counter
  * again every time (the keeper must not keep it twice). On the first start only it also stores
  * one end of a socket pair as "peer", one as "quiet" with FDPOLL=0, and two memfds as "extra"
- * (one message). Then READY=1, and it waits for signals, each answered by a line in OUT:
+ * (one message). If it was handed an fd named "state" (what the last one stored on its way
+ * out, below), it checks that the state holds the counter it read, says "state V", and removes
+ * it from the store, as a daemon does once it took its state back. Then READY=1, and it waits
+ * for signals, each answered by a line in OUT:
  *   SIGUSR1  closes its ends of both socket pairs ("hung up"): "peer" must leave the store,
  *            "quiet" must stay
  *   SIGUSR2  FDSTOREREMOVE=1 FDNAME=extra ("removed")
  *   SIGHUP   a child (not the main pid) stores a memfd as "intruder" and says READY=1, and
  *            after it exited, the service stores one as "marker" ("intruded")
- *   SIGTERM  "term", exit 0
+ *   SIGTERM  stores a memfd holding the counter as "state", says "term", exits 0 at once:
+ *            the keeper must take that last message although its sender is gone
  * Exit status 2 when something it needs fails.
  */
 #include <dirent.h>
@@ -128,7 +132,7 @@ int main(int argc, char **argv)
 {
 	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS"),
 		   *names = getenv("LISTEN_FDNAMES");
-	int n = 0, counter = -1, held[2] = { -1, -1 }, sp[2];
+	int n = 0, counter = -1, state = -1, held[2] = { -1, -1 }, sp[2];
 	long value = 0;
 	char text[256];
 	sigset_t sigs;
@@ -151,12 +155,14 @@ int main(int argc, char **argv)
 	}
 	out("names %s", n ? names : "");
 	check_fds(n);
-	/* the counter: the first fd named "counter" */
+	/* the counter and the state: the first fds of those names */
 	for (int i = 0, at = 0; i < n; i++) {
 		size_t len = strcspn(names + at, ":");
 
 		if (len == 7 && !strncmp(names + at, "counter", 7) && counter < 0)
 			counter = 3 + i;
+		if (len == 5 && !strncmp(names + at, "state", 5) && state < 0)
+			state = 3 + i;
 		at += (int)len + (names[at + len] == ':');
 	}
 	if (counter >= 0) {
@@ -164,6 +170,17 @@ int main(int argc, char **argv)
 		fcntl(counter, F_SETFD, FD_CLOEXEC);
 	} else {
 		counter = memfd("counter");
+	}
+	if (state >= 0) {
+		long saved = -1;
+
+		MUST(pread(state, &saved, sizeof(saved), 0) == sizeof(saved));
+		if (saved == value)
+			out("state %ld", saved);
+		else
+			out("state %ld, but the counter says %ld", saved, value);
+		notify("FDSTOREREMOVE=1\nFDNAME=state", NULL, 0);
+		close(state);
 	}
 	value++;
 	MUST(pwrite(counter, &value, sizeof(value), 0) == sizeof(value));
@@ -216,6 +233,10 @@ int main(int argc, char **argv)
 			close(fd);
 			out("intruded");
 		} else if (sig == SIGTERM) {
+			int fd = memfd("state");
+
+			MUST(pwrite(fd, &value, sizeof(value), 0) == sizeof(value));
+			notify("FDSTORE=1\nFDNAME=state", &fd, 1);
 			out("term");
 			return 0;
 		}
