@@ -705,7 +705,7 @@ static int notify_setup(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *tmp = getenv("TMPDIR");
-	int on = 1;
+	int on = 1, rcvbuf = 8 << 20;
 
 	/* in $TMPDIR if its path leaves room for the socket's name, else in /tmp */
 	if (!tmp || !*tmp || strlen(tmp) + sizeof("/fdkeeper-XXXXXX") > sizeof(k.dir))
@@ -727,6 +727,9 @@ static int notify_setup(void)
 		logf_("notify socket %s: %s", k.notify_path, strerror(errno));
 		return -1;
 	}
+	/* systemd's 8 MiB: a service that stores thousands of fds at once must not block */
+	if (setsockopt(k.notify_fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
+		setsockopt(k.notify_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	return 0;
 }
 
