@@ -82,6 +82,8 @@
 
 struct stored {
 	int fd;
+	dev_t dev; /* its inode, for the duplicate check */
+	ino_t ino;
 	bool poll;
 	char name[FDNAME_MAX + 1];
 };
@@ -207,27 +209,36 @@ static void status_text(int st, char *buf, size_t len)
 
 /* ---- the store ---- */
 
-/* The same open file (systemd's same_fd()): kcmp where allowed, else device and inode. */
-static bool same_file(int a, int b)
+/*
+ * The same open file (systemd's same_fd()): a different inode says no at once (each stored fd's
+ * is kept, so a store of thousands costs no system call per entry); else kcmp where allowed,
+ * else the open flags of a file that is not a regular one (two opens of one regular file look
+ * alike without kcmp).
+ */
+static bool same_file(const struct stored *s, int fd, const struct stat *sb)
 {
-	pid_t self = getpid();
-	struct stat sa, sb;
-	long r = syscall(SYS_kcmp, self, self, KCMP_FILE, a, b);
+	long r;
 
+	if (s->dev != sb->st_dev || s->ino != sb->st_ino)
+		return false;
+	r = syscall(SYS_kcmp, getpid(), getpid(), KCMP_FILE, s->fd, fd);
 	if (r >= 0)
 		return r == 0;
-	if (fstat(a, &sa) || fstat(b, &sb))
-		return false;
-	/* without kcmp, two opens of one regular file look alike: only sockets and the like */
-	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && !S_ISREG(sa.st_mode) &&
-	       (fcntl(a, F_GETFL) == fcntl(b, F_GETFL));
+	return !S_ISREG(sb->st_mode) && fcntl(s->fd, F_GETFL) == fcntl(fd, F_GETFL);
 }
 
 /* Store fd (owned: stored or closed). */
 static void store_add(int fd, const char *name, bool poll_it)
 {
+	struct stat sb;
+
+	if (fstat(fd, &sb)) {
+		logf_("fd store: fstat of %s: %s: refused", name, strerror(errno));
+		close(fd);
+		return;
+	}
 	for (int i = 0; i < k.nstore; i++) {
-		if (same_file(k.store[i].fd, fd)) {
+		if (same_file(&k.store[i], fd, &sb)) {
 			logf_("fd store: fd for %s is %s already stored, not stored twice", name,
 			      k.store[i].name);
 			close(fd);
@@ -253,6 +264,8 @@ static void store_add(int fd, const char *name, bool poll_it)
 		k.store_cap = cap;
 	}
 	k.store[k.nstore].fd = fd;
+	k.store[k.nstore].dev = sb.st_dev;
+	k.store[k.nstore].ino = sb.st_ino;
 	k.store[k.nstore].poll = poll_it;
 	snprintf(k.store[k.nstore].name, sizeof(k.store[k.nstore].name), "%s", name);
 	k.nstore++;
