@@ -12,6 +12,7 @@
  * daemon to keep its listeners and state in the fd store; until it does they fail, so they run
  * only with SV_TEST_RESTART=1.
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -364,6 +365,49 @@ Test(daemon_restart, keeper_fdstore_rules)
 	cr_assert(strstr(log, "names counter:quiet:marker:state\n") && strstr(log, "count 2\n"),
 		  "%s", log);
 	free(log);
+}
+
+/*
+ * A store of thousands (a daemon stores one listener per client): all of it comes back in
+ * order at the next start, with nothing else.
+ */
+Test(daemon_restart, keeper_many_fds)
+{
+	struct keeper kp;
+	const char *out_path;
+	char *out, *want;
+	struct rlimit rl;
+	size_t len = 0;
+	FILE *f;
+
+	dh_setup_ns(false);
+	cr_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 8192)
+		cr_skip_test("RLIMIT_NOFILE's hard limit %llu is too low for 3000 stored fds",
+			     (unsigned long long)rl.rlim_max);
+	out_path = dh_path("svc.out");
+	kp_start(&kp, "keeper", NULL,
+		 (const char *const[]){ dh_bin("tests/prog/fdstore-svc"), out_path, "3000", NULL });
+	kp_ready(&kp, 20000);
+	kp_send(&kp, "store");
+	cr_assert_eq(atoi(kp_expect(&kp, "store ", 5000) + 6), 3005, "%s", kp_logs(&kp));
+	kp_restart(&kp, "KILL", "signal 9");
+
+	f = open_memstream(&want, &len);
+	cr_assert(f);
+	fprintf(f, "names counter:quiet:extra:extra");
+	for (int i = 0; i < 3000; i++)
+		fprintf(f, ":many");
+	fprintf(f, "\n");
+	cr_assert(fclose(f) == 0);
+	out = dh_slurp(out_path);
+	cr_assert(strstr(out, want), "the second start was not handed the store:\n%.300s...",
+		  strstr(out, "count 1\n") ? strstr(out, "count 1\n") : out);
+	cr_assert_eq(dh_count(out, "fds ok\n"), 2, "%s", dh_tail(out, 3));
+	cr_assert(strstr(out, "count 2\n"));
+	free(out);
+	free(want);
+	kp_stop(&kp, "0");
 }
 
 /* --fdstore-max: what goes beyond it is refused (and closed), the rest kept. */

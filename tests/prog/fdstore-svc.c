@@ -3,14 +3,15 @@
  * A tiny Type=notify service for tests/64-daemon-restart.c, run under fdkeeper: it keeps a
  * counter in a memfd in the fd store, so that each start sees the value the last one left.
  *
- *   fdstore-svc OUT
+ *   fdstore-svc OUT [MANY]
  *
  * At each start it appends to OUT: "names LISTEN_FDNAMES", "fds ok" (or "fd leak: N", an fd
  * it was not given), "count V" (the counter read back from the fd named "counter" and
  * incremented, or 1 on the first start, when it creates the memfd). It stores the counter
  * again every time (the keeper must not keep it twice). On the first start only it also stores
  * one end of a socket pair as "peer", one as "quiet" with FDPOLL=0, and two memfds as "extra"
- * (one message). If it was handed an fd named "state" (what the last one stored on its way
+ * (one message), and MANY memfds as "many", eight a message (as a daemon holding many
+ * listeners stores them). If it was handed an fd named "state" (what the last one stored on its way
  * out, below), it checks that the state holds the counter it read, says "state V", and removes
  * it from the store, as a daemon does once it took its state back. Then READY=1, and it waits
  * for signals, each answered by a line in OUT:
@@ -137,8 +138,8 @@ int main(int argc, char **argv)
 	char text[256];
 	sigset_t sigs;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: fdstore-svc OUT\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: fdstore-svc OUT [MANY]\n");
 		return 2;
 	}
 	out_path = argv[1];
@@ -201,6 +202,15 @@ int main(int argc, char **argv)
 		notify("FDSTORE=1\nFDNAME=extra", extra, 2);
 		close(extra[0]);
 		close(extra[1]);
+		for (int left = argc == 3 ? atoi(argv[2]) : 0; left > 0; left -= 8) {
+			int many[8], m = left < 8 ? left : 8;
+
+			for (int i = 0; i < m; i++)
+				many[i] = memfd("many");
+			notify("FDSTORE=1\nFDNAME=many", many, m);
+			for (int i = 0; i < m; i++)
+				close(many[i]);
+		}
 	}
 	snprintf(text, sizeof(text), "READY=1\nSTATUS=count %ld", value);
 	notify(text, NULL, 0);
