@@ -17,7 +17,9 @@
  *                               for zero, pass, wait for the next round
  *   timed KEY I K PACE          K times on semaphore I of the timed set: a semtimedop of 30 ms
  *                               that must expire (EAGAIN, not sooner), then one of 10 s that a
- *                               thread satisfies after 10 ms
+ *                               thread satisfies after 10 ms, then one of 10 s that a thread
+ *                               interrupts with SIGUSR1 (EINTR: the only place a signal is
+ *                               sent, and the only EINTR allowed)
  *   check KEY COUNTER           the final values: counter == COUNTER, lock 1, no members
  *                               (every mutex client's undo applied at its exit), items 0,
  *                               space full, gate closed, no passes or rounds left, timed ones
@@ -31,6 +33,7 @@
  * a FAIL line and exit status 1. Every blocking call is bounded (BOUND_S).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "prog.h"
 
@@ -214,10 +217,35 @@ static void *post_later(void *arg)
 	return NULL;
 }
 
+struct interrupter {
+	pthread_t target;
+	atomic_bool done;
+};
+
+/* SIGUSR1 to the target every 5 ms until it is done: one of them finds it parked. */
+static void *interrupt_later(void *arg)
+{
+	struct interrupter *in = arg;
+
+	while (!atomic_load(&in->done)) {
+		sleep_ms(5);
+		pthread_kill(in->target, SIGUSR1);
+	}
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
 static int timed(key_t key, int idx, int k, int ms)
 {
 	int id = set_of(key + 3, TIMED);
 	unsigned short num = (unsigned short)idx;
+	struct sigaction sa = { .sa_handler = on_usr1 }; /* no SA_RESTART: semop never restarts */
+
+	MUST(sigaction(SIGUSR1, &sa, NULL) == 0);
 
 	for (int i = 0; i < k; i++) {
 		struct sembuf b = { num, -1, 0 };
@@ -241,9 +269,21 @@ static int timed(key_t key, int idx, int k, int ms)
 		MUST(pthread_join(t, NULL) == 0);
 		if (p.err)
 			fail("the post", p.err);
+
+		{
+			struct interrupter in = { .target = pthread_self() };
+
+			atomic_init(&in.done, false);
+			MUST(pthread_create(&t, NULL, interrupt_later, &in) == 0);
+			errno = 0;
+			if (semtimedop(id, &b, 1, &bound) != -1 || errno != EINTR)
+				fail("semtimedop interrupted by a signal", errno);
+			atomic_store(&in.done, true);
+			MUST(pthread_join(t, NULL) == 0);
+		}
 		pace(ms);
 	}
-	printf("timed: expired %d satisfied %d\n", k, k);
+	printf("timed: expired %d satisfied %d interrupted %d\n", k, k, k);
 	return 0;
 }
 
