@@ -729,3 +729,86 @@ Test(daemon_restart, crash_storm)
 	restart_opt_in();
 	restart_load("KILL", 20, 60);
 }
+
+/*
+ * What a crash may cost, and what it may not: the programs served when the daemon is killed
+ * lose their calls, but they learn it at once (ENOSYS, as at a stop: a crash saves no state)
+ * and learn nothing else; and the restarted daemon serves new programs at once. Ten crashes,
+ * each while two programs are parked in semop and two are busy taking a lock.
+ */
+Test(daemon_restart, crash_cuts_off_cleanly)
+{
+	struct keeper kp;
+	struct dh_cmd cmd;
+	const char *sock;
+	char key[32], *out;
+	int served = 0, rc, seed = (int)(dh_now_ms() % 100000);
+
+	dh_setup();
+	sock = daemon_under_keeper(&kp);
+	srand((unsigned)seed);
+	for (int round = 0; round < 10; round++) {
+		static const char *const kinds[4][5] = {
+			{ "consume", NULL, "5", "0", NULL },
+			{ "consume", NULL, "5", "0", NULL },
+			{ "mutex", NULL, "1000", "5", NULL },
+			{ "mutex", NULL, "1000", "5", NULL },
+		};
+		pid_t pid[4];
+		char path[4][PATH_MAX];
+
+		/* a set of its own each round: the last one's went with the crash */
+		snprintf(key, sizeof(key), "%#x", 0x5e57b000 + round * 16);
+		rc = dh_run(load_argv(&cmd, sock, (const char *const[]){ "setup", key, NULL }),
+			    30000, &out);
+		cr_assert(rc == 0 && strstr(out, "setup: ok"),
+			  "round %d: the restarted daemon does not serve: exit %d\n%s\n%s", round,
+			  rc, out, kp_logs(&kp));
+		free(out);
+		served++;
+		for (int i = 0; i < 4; i++) {
+			const char *args[5] = { kinds[i][0], key, kinds[i][2], kinds[i][3], NULL };
+			char name[64];
+
+			snprintf(name, sizeof(name), "crash-%d-%d.out", round, i);
+			snprintf(path[i], sizeof(path[i]), "%s", dh_path(name));
+			pid[i] = dh_spawn(load_argv(&cmd, sock, args), path[i]);
+		}
+		/* all four handed over (and the setup before them) before the crash */
+		served += 4;
+		cr_assert(dh_wait_file(kp.err, "agent: serving semvisor-run-", served, 10000),
+			  "round %d: the programs were not served\n%s", round, kp_logs(&kp));
+		dh_sleep_ms(20 + rand() % 181);
+		kp_restart(&kp, "KILL", "signal 9");
+
+		for (int i = 0; i < 4; i++) {
+			int st;
+
+			cr_assert(dh_wait(pid[i], 5000, &st),
+				  "round %d (seed %d): %s still runs 5 s after the crash\n%s",
+				  round, seed, kinds[i][0], kp_logs(&kp));
+			out = dh_slurp(path[i]);
+			cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1 &&
+				      dh_count(out, "FAIL") == 1 && strstr(out, ": ENOSYS\n"),
+				  "round %d (seed %d): %s after the crash: %s\n%s", round, seed,
+				  kinds[i][0], dh_status_text(st), out);
+			free(out);
+		}
+	}
+	/* and a whole workload afterwards, as on a fresh daemon */
+	snprintf(key, sizeof(key), "%#x", 0x5e57c000);
+	cr_assert_eq(
+	    dh_run(load_argv(&cmd, sock, (const char *const[]){ "setup", key, NULL }), 30000, &out),
+	    0, "%s", out);
+	free(out);
+	cr_assert_eq(
+	    dh_run(load_argv(&cmd, sock, (const char *const[]){ "mutex", key, "20", "0", NULL }),
+		   30000, &out),
+	    0, "%s", out);
+	free(out);
+	rc = dh_run(load_argv(&cmd, sock, (const char *const[]){ "check", key, "20", NULL }), 30000,
+		    &out);
+	cr_assert(rc == 0, "check after the storm: exit %d\n%s", rc, out);
+	free(out);
+	kp_stop(&kp, "0");
+}
