@@ -51,7 +51,7 @@ fi
 RUN="$O/semvisor-run"
 need=("$O/bench/floor" "$O/bench/engine" "$O/bench/locks" "$O/bench/semop_multi"
 	"$O/bench/lockunlock" "$O/bench/bulkwake" "$O/bench/scale" "$O/bench/tenants"
-	"$O/bench/openview" "$RUN")
+	"$O/bench/openview" "$O/bench/restart" "$O/tests/prog/fdkeeper" "$RUN")
 for p in "${need[@]}"; do
 	[ -x "$p" ] || die "missing $p: build it first (make $p, or make all)"
 done
@@ -260,6 +260,13 @@ if [ "$MODE" = full ]; then
 else
 	step openview "$O/bench/openview" --rounds 3 --run "$RUN"
 fi
+if [ "$SEMVISORD" != none ]; then
+	if [ "$MODE" = full ]; then
+		step restart "$O/bench/restart" --bin "$O" --rounds 5
+	else
+		step restart "$O/bench/restart" --bin "$O" --sets 4000 --waiters 1000 --procs 20 --rounds 3
+	fi
+fi
 # Last: its 16 spinning threads would otherwise weigh on the load figures of the steps after it.
 step locks "$O/bench/locks" "${Q[@]}" --out "$RES" --no-plot
 
@@ -455,6 +462,8 @@ section() { # section NAME TITLE [fence]
 	section tenants "tenants: a victim's latency alone and beside greedy tenants"
 	section scale "scale: sets, semaphores, parked waiters"
 	section openview "openview: what --proc-view costs (every open trapped; the view itself)"
+	[ -f "$TMPD/restart.cmd" ] &&
+		section restart "restart: semvisord restarted with sets and parked calls (fd store)"
 	[ -f "$RES/scale.png" ] && printf '\n![scale](scale.png)\n'
 	section engine "engine, per-semaphore locking (bench/engine)" fence
 	section engine_global "engine, whole-set locking (LOCKING=global build)" fence
