@@ -816,3 +816,56 @@ Test(daemon_restart, crash_cuts_off_cleanly)
 	free(out);
 	kp_stop(&kp, "0");
 }
+
+/*
+ * A state the daemon cannot read (here, one from a newer format) is refused with the reason in
+ * the log, kept aside byte for byte next to the agent socket, and applied in no part: the
+ * daemon starts empty and serves. The state comes as systemd would hand it back (LISTEN_FDS,
+ * named "state"), from a file.
+ */
+Test(daemon_restart, refused_state_kept_aside)
+{
+	static const char *const wrap[] = {
+		"sh", "-c",
+		"exec 3<\"$0\"; LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=state exec \"$@\"", NULL,
+		NULL
+	};
+	const char *statefile, *w[5];
+	unsigned char state[32] = "SVSTATE";
+	uint32_t version = 99;
+	struct dh_daemon d;
+	struct dh_cmd cmd;
+	char *log, *kept, *out, path[PATH_MAX];
+	const char *at;
+	FILE *f;
+
+	dh_setup();
+	memcpy(state + 8, &version, sizeof(version));
+	statefile = dh_path("state.bin");
+	f = fopen(statefile, "w");
+	cr_assert(f && fwrite(state, 1, sizeof(state), f) == sizeof(state) && !fclose(f));
+	memcpy(w, wrap, sizeof(wrap));
+	w[3] = statefile;
+	dh_daemon_wrap = w;
+	dh_daemon_start(&d, "refused", NULL);
+	dh_daemon_wrap = NULL;
+
+	log = dh_log(&d);
+	cr_assert(strstr(log, "state refused (state version 99, newer than this build reads"),
+		  "no refusal with its reason:\n%s", log);
+	at = strstr(log, "kept aside in ");
+	cr_assert(at, "not kept aside:\n%s", log);
+	sscanf(at + strlen("kept aside in "), "%4095s", path);
+	cr_assert(!strncmp(path, dh_dir, strlen(dh_dir)), "kept aside elsewhere: %s", path);
+	kept = dh_slurp(path);
+	cr_assert(!memcmp(kept, state, 12), "what was kept aside is not the state");
+	free(kept);
+	free(log);
+	/* and it serves, from nothing */
+	cr_assert_eq(
+	    dh_run(load_argv(&cmd, d.sock, (const char *const[]){ "setup", "0x5e57d000", NULL }),
+		   30000, &out),
+	    0, "%s", out);
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}
