@@ -4,6 +4,7 @@
  *
  * Files, each calling only those listed after it:
  *   super.c      the workers' loop, the lanes, the supervisor's life (new, start, stop, free)
+ *   persist.c    the state one supervisor process hands the next (restarts)
  *   admin.c      control-plane questions and orders (notify.h)
  *   receiver.c   the receiver thread beside a lone worker
  *   serve.c      serving one call
