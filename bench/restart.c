@@ -22,24 +22,9 @@
  * Run as root (a private IPC namespace, and the daemon reads its clients' memory). Output: one
  * line per round and kind, then medians. Numbers go into the README with the command line.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/sem.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "bench_util.h"
 
 #define GATE_KEY   0x5e3714
 #define MAX_ROUNDS 31
@@ -49,26 +34,6 @@ static const char *bin = "build";
 static int nsets = 32000, nwaiters = 10000, nprocs = 100, rounds = 3;
 static char dir[64];
 
-static __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "restart: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* ---- the clients' roles (run under semvisor-run --daemon) ---- */
 
 static int gate(void)
@@ -76,7 +41,7 @@ static int gate(void)
 	int id = semget(GATE_KEY, 1, IPC_CREAT | 0600);
 
 	if (id < 0)
-		die("semget(gate): %s", strerror(errno));
+		bu_die("semget(gate): %s", strerror(errno));
 	return id;
 }
 
@@ -85,7 +50,7 @@ static int role_sets(int n)
 	gate();
 	for (int i = 1; i < n; i++)
 		if (semget(IPC_PRIVATE, 1, 0600) < 0)
-			die("semget #%d: %s", i, strerror(errno));
+			bu_die("semget #%d: %s", i, strerror(errno));
 	return 0;
 }
 
@@ -97,8 +62,8 @@ static void *waiter(void *arg)
 	int id = gate();
 
 	if (semop(id, &sb, 1))
-		die("waiter: semop: %s", strerror(errno));
-	woke[(intptr_t)arg] = now_ns();
+		bu_die("waiter: semop: %s", strerror(errno));
+	woke[(intptr_t)arg] = (int64_t)bu_now_ns();
 	return NULL;
 }
 
@@ -114,7 +79,7 @@ static int role_wait(int n)
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	for (intptr_t i = 0; i < n; i++)
 		if (pthread_create(&t[i], &attr, waiter, (void *)i))
-			die("pthread_create");
+			bu_die("pthread_create");
 	for (int i = 0; i < n; i++) {
 		pthread_join(t[i], NULL);
 		lo = woke[i] < lo ? woke[i] : lo;
@@ -139,13 +104,13 @@ static int role_post(int n)
 {
 	struct sembuf sb = { 0, (short)0, 0 };
 	int id = gate();
-	int64_t t = now_ns();
+	int64_t t = (int64_t)bu_now_ns();
 
 	/* SEMVMX bounds one operation: add in steps, each at once */
 	for (int left = n; left > 0; left -= sb.sem_op) {
 		sb.sem_op = (short)(left > 32767 ? 32767 : left);
 		if (semop(id, &sb, 1))
-			die("post: %s", strerror(errno));
+			bu_die("post: %s", strerror(errno));
 	}
 	printf("%lld\n", (long long)t);
 	return 0;
@@ -156,7 +121,7 @@ static int role_zero(void)
 	int v = semctl(gate(), 0, GETVAL);
 
 	if (v != 0)
-		die("the gate ends at %d, not 0", v);
+		bu_die("the gate ends at %d, not 0", v);
 	return 0;
 }
 
@@ -178,10 +143,10 @@ static struct child client(const char *role, int n, bool piped)
 	snprintf(sock, sizeof(sock), "--daemon=%s/agent.sock", dir);
 	snprintf(arg, sizeof(arg), "%d", n);
 	if (readlink("/proc/self/exe", self, sizeof(self) - 1) < 0)
-		die("readlink: %s", strerror(errno));
+		bu_die("readlink: %s", strerror(errno));
 	self[sizeof(self) - 1] = '\0';
 	if (piped && pipe(p))
-		die("pipe");
+		bu_die("pipe");
 	c.pid = fork();
 	if (c.pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -205,7 +170,7 @@ static void reap(struct child *c, const char *what)
 	int st;
 
 	if (waitpid(c->pid, &st, 0) != c->pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		die("%s failed (status %#x)", what, st);
+		bu_die("%s failed (status %#x)", what, st);
 	if (c->out)
 		fclose(c->out);
 }
@@ -222,9 +187,9 @@ static FILE *keeper_in, *keeper_out;
 static void keeper_expect(const char *prefix, char *line, size_t len)
 {
 	if (!fgets(line, (int)len, keeper_out))
-		die("fdkeeper ended");
+		bu_die("fdkeeper ended");
 	if (strncmp(line, prefix, strlen(prefix)))
-		die("fdkeeper: %s", line);
+		bu_die("fdkeeper: %s", line);
 }
 
 static void keeper_start(void)
@@ -237,7 +202,7 @@ static void keeper_start(void)
 	snprintf(listen, sizeof(listen), "agent=%s/agent.sock", dir);
 	snprintf(ctl, sizeof(ctl), "--control-socket=%s/control.sock", dir);
 	if (pipe(in) || pipe(out))
-		die("pipe");
+		bu_die("pipe");
 	if (fork() == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int log;
@@ -280,21 +245,21 @@ static struct sample round_once(bool restart)
 		w[i] = client("wait", nwaiters / nprocs, true);
 	run_client("ncnt", nwaiters / nprocs * nprocs);
 	if (restart) {
-		int64_t t0 = now_ns();
+		int64_t t0 = (int64_t)bu_now_ns();
 
 		fprintf(keeper_in, "restart TERM\n");
 		keeper_expect("exited", line, sizeof(line));
 		keeper_expect("ready", line, sizeof(line));
-		s.restart_ms = (double)(now_ns() - t0) / 1e6;
+		s.restart_ms = (double)((int64_t)bu_now_ns() - t0) / 1e6;
 	}
 	post = client("post", nwaiters / nprocs * nprocs, true);
 	if (fscanf(post.out, "%lld", &a) != 1)
-		die("post said nothing");
+		bu_die("post said nothing");
 	t_post = a;
 	reap(&post, "post");
 	for (int i = 0; i < nprocs; i++) {
 		if (fscanf(w[i].out, "%lld %lld", &a, &b) != 2)
-			die("a waiter said nothing");
+			bu_die("a waiter said nothing");
 		lo = a < lo ? a : lo;
 		hi = b > hi ? b : hi;
 		reap(&w[i], "wait");
@@ -303,19 +268,6 @@ static struct sample round_once(bool restart)
 	s.first_ms = (double)(lo - t_post) / 1e6;
 	s.last_ms = (double)(hi - t_post) / 1e6;
 	return s;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static __attribute__((noreturn)) void usage(int code)
@@ -372,6 +324,7 @@ int main(int argc, char **argv)
 			usage(2);
 		}
 	}
+	bu_prog = "restart";
 	if (role) {
 		int n = optind < argc ? atoi(argv[optind]) : 0;
 
@@ -386,16 +339,16 @@ int main(int argc, char **argv)
 			return role_post(n);
 		if (!strcmp(role, "zero"))
 			return role_zero();
-		die("no role %s", role);
+		bu_die("no role %s", role);
 	}
 	if (nsets < 1 || nwaiters < 1 || nprocs < 1 || nprocs > MAX_PROCS || nwaiters < nprocs ||
 	    rounds < 1 || rounds > MAX_ROUNDS)
 		usage(2);
 	if (unshare(CLONE_NEWIPC))
-		die("unshare(CLONE_NEWIPC): %s (run as root)", strerror(errno));
+		bu_die("unshare(CLONE_NEWIPC): %s (run as root)", strerror(errno));
 	snprintf(dir, sizeof(dir), "/tmp/semvisor-restart.XXXXXX");
 	if (!mkdtemp(dir))
-		die("mkdtemp: %s", strerror(errno));
+		bu_die("mkdtemp: %s", strerror(errno));
 	keeper_start();
 	run_client("sets", nsets);
 	printf("restart: %d sets, %d parked calls in %d processes, %d rounds\n", nsets,
@@ -416,8 +369,8 @@ int main(int argc, char **argv)
 	}
 	printf("median: restart %.1f ms; after it, first answer %.2f ms, last %.2f ms; "
 	       "without it, first %.2f ms, last %.2f ms\n",
-	       median(rs, rounds), median(rf, rounds), median(rl, rounds), median(nf, rounds),
-	       median(nl, rounds));
+	       bu_stats(rs, rounds).med, bu_stats(rf, rounds).med, bu_stats(rl, rounds).med,
+	       bu_stats(nf, rounds).med, bu_stats(nl, rounds).med);
 	fprintf(keeper_in, "stop\n");
 	fclose(keeper_in);
 	return 0;
