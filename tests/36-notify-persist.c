@@ -78,6 +78,7 @@ static void populate(struct sv_ns *ns)
 	cr_assert_eq(fx_semctl(c, b, 1, SV_SETVAL, 5, &wq), 0);
 	cr_assert_eq(fx_semctl(c, x, 0, SV_IPC_RMID, 0, &wq), 0);
 	cr_assert_eq(fx_semop(c, b, NULL, &wq, 1, &(struct sv_sembuf){ 1, -2, 0 }), 0);
+	fx_caller_exit(c, NULL); /* it made no undo entry: its exit changes nothing */
 }
 
 struct seen {
@@ -162,6 +163,8 @@ Test(persist, round_trip)
 		     sv_semget(&ca->c, SV_IPC_PRIVATE, 1, 0600));
 	cr_assert_eq(sv_semget(&cb->c, 0x5e37, 0, 0), sv_semget(&ca->c, 0x5e37, 0, 0));
 	cr_assert_eq(sv_semget(&cb->c, 0x5e37, 1, SV_IPC_CREAT | SV_IPC_EXCL), -EEXIST);
+	fx_caller_exit(ca, NULL);
+	fx_caller_exit(cb, NULL);
 	free(buf);
 	sv_thread_unregister();
 }

@@ -342,7 +342,8 @@ static void save_parked(struct nt_super *s, struct save *sv)
 	}
 	xunlock(&s->parked_lock);
 	/* in the order they parked: each then waits where it waited (see the top) */
-	qsort(all, n, sizeof(*all), by_parked_time);
+	if (n)
+		qsort(all, n, sizeof(*all), by_parked_time);
 	for (size_t i = 0; i < n; i++) {
 		unsigned int nsops;
 		const struct sv_sembuf *sops;
