@@ -155,6 +155,8 @@ Test(persist, round_trip)
 	nb = named(b); /* as a listener served from the name would have made it */
 	cr_assert_eq(nt_super_restore(b, buf, len, err, sizeof(err)), 0, "%s", err);
 	assert_same(na, nb);
+	/* the counters count from when the first process started */
+	cr_assert_eq(nt_super_counting_since(b), nt_super_counting_since(a));
 
 	/* the next set made in each gets the same id, and keys find the same sets */
 	ca = fx_caller_new(na, 77, 1000, 100);

@@ -174,7 +174,7 @@ void ctl_ctx_init(struct ctl_ctx *cx, struct nt_super *s, FILE *log)
 	memset(cx, 0, sizeof(*cx));
 	cx->super = s;
 	cx->log = log;
-	cx->started_ns = cx->reset_ns = ctl_now_ns();
+	cx->started_ns = ctl_now_ns();
 	cx->overflow_uid =
 	    (uid_t)read_overflow_id("/proc/sys/kernel/overflowuid", "/proc/self/uid_map");
 	cx->overflow_gid =
@@ -477,7 +477,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->unix_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
 	s->server_pid = (uint32_t)getpid();
 	s->uptime_ms = (uint64_t)(now - cx->started_ns) / 1000000;
-	s->since_reset_ms = (uint64_t)(now - cx->reset_ns) / 1000000;
+	s->since_reset_ms = (uint64_t)(now - nt_super_counting_since(cx->super)) / 1000000;
 
 	c->semget = st.calls[NT_SEMGET];
 	c->semop = st.calls[NT_SEMOP];
@@ -845,7 +845,6 @@ static void answer_reset(struct ctl_ctx *cx, const struct ctl_peer *peer)
 {
 	nt_super_reset_stats(cx->super);
 	sv_lock_stats_read(&cx->lock_base);
-	cx->reset_ns = ctl_now_ns();
 	logf_(cx, "uid %u pid %d reset the counters", (unsigned)peer->uid, (int)peer->pid);
 }
 

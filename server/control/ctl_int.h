@@ -33,7 +33,6 @@ void ctl_arena_free(struct ctl_arena *a);
 struct ctl_ctx {
 	struct nt_super *super;
 	int64_t started_ns;		/* CLOCK_MONOTONIC at ctl_server_start() */
-	int64_t reset_ns;		/* ... at the last Reset (or start) */
 	struct sv_lock_stats lock_base; /* lock counters at the last Reset: they cannot be zeroed */
 	uid_t overflow_uid;		/* what an id unmapped in our user namespace reads as */
 	gid_t overflow_gid;

@@ -91,6 +91,12 @@ void nt_super_reset_stats(struct nt_super *s)
 		stats_zero(&s->bulk->stats);
 	stats_zero(&s->events);
 	nsreg_for_each(&s->reg, ns_reset_stats, NULL);
+	s->counting_ns = nt_now_ns();
+}
+
+int64_t nt_super_counting_since(struct nt_super *s)
+{
+	return s->counting_ns;
 }
 
 struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name)

@@ -134,6 +134,9 @@ int nt_super_for_each_client(struct nt_super *s, int (*fn)(const struct nt_clien
 			     void *arg);
 /* Zero every counter: the workers', the namespaces' per-set and per-semaphore ones. */
 void nt_super_reset_stats(struct nt_super *s);
+/* CLOCK_MONOTONIC (ns) since when the counters count: the last reset, else the first start
+   of a supervisor whose restarts carried them over. */
+int64_t nt_super_counting_since(struct nt_super *s);
 /* The engine namespace of that name (as nt_super_for_each_ns() names them, or
    "NAMESPACE/POD" as its pod is named), with a reference (sv_ns_put() it), or NULL. */
 struct sv_ns *nt_super_find_ns(struct nt_super *s, const char *name);

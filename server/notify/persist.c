@@ -60,6 +60,7 @@ enum {
 	ST_LISTENER = 3,
 	ST_PROC = 4,
 	ST_PARKED = 5,
+	ST_SINCE = 6,
 };
 
 #define ST_NS_KERNEL 0
@@ -384,6 +385,9 @@ int nt_super_save(struct nt_super *s, void **buf, size_t *len)
 	put_u32(&sv.b, 0);
 	put(&sv.b, &st, sizeof(st));
 	end_section(&sv.b, at, &sv.nsections);
+	at = begin_section(&sv.b, ST_SINCE);
+	put_u64(&sv.b, (uint64_t)s->counting_ns);
+	end_section(&sv.b, at, &sv.nsections);
 
 	nsreg_for_each(&s->reg, save_ns, &sv);
 	if (!sv.err) {
@@ -442,6 +446,7 @@ struct r_parked {
 struct restore {
 	struct nt_stats stats;
 	bool have_stats;
+	int64_t since; /* counting_ns, 0: not given */
 	struct r_ns *ns;
 	struct r_listener *ls;
 	struct r_proc *procs;
@@ -554,6 +559,8 @@ static int parse(const void *buf, size_t len, struct restore *rs, char *err, siz
 				memcpy(&rs->stats, v, sizeof(rs->stats));
 				rs->have_stats = true;
 			}
+		} else if (type == ST_SINCE) {
+			rs->since = (int64_t)get_u64(&r);
 		} else if (type == ST_NS) {
 			struct r_ns *o = grow((void **)&rs->ns, &rs->nns, sizeof(*o));
 
@@ -771,6 +778,9 @@ int nt_super_restore(struct nt_super *s, const void *buf, size_t len, char *err,
 		wk->stats.parked = parked;
 		if (rs.have_stats)
 			nt_stats_add(&s->events, &rs.stats);
+		/* the same clock for every process while the machine runs */
+		if (rs.have_stats && rs.since > 0 && rs.since <= nt_now_ns())
+			s->counting_ns = rs.since;
 	}
 	for (int i = 0; i < rs.nns; i++)
 		if (rs.ns[i].n)

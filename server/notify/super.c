@@ -249,6 +249,7 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 		return NULL;
 	}
 	s->cfg = *cfg;
+	s->counting_ns = nt_now_ns();
 	/*
 	 * One worker unless asked: a call's cost is two wake-ups, and with one worker the caller
 	 * and the worker stay on one CPU (SYNC_WAKE_UP moves each to the other's). With more,

@@ -113,6 +113,9 @@ struct nt_super {
 	struct cds_list_head parked;
 
 	struct nt_stats events; /* counted outside workers (atomic adds) */
+	/* CLOCK_MONOTONIC when the counters started: at the first start (carried over by a
+	   restart, persist.c) or their last reset */
+	_Atomic int64_t counting_ns;
 };
 
 #endif
