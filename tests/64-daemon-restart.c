@@ -869,3 +869,86 @@ Test(daemon_restart, refused_state_kept_aside)
 	free(out);
 	cr_assert_eq(dh_daemon_stop(&d), 0);
 }
+
+/* Reap every child but keep (killed programs orphaned to us, a subreaper). */
+static void reap_orphans(pid_t keep)
+{
+	char path[64], *list;
+	int st;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+	list = dh_slurp(path);
+	for (char *tok = strtok(list, " \n"); tok; tok = strtok(NULL, " \n")) {
+		pid_t pid = (pid_t)atoi(tok);
+
+		if (pid > 0 && pid != keep)
+			cr_assert(dh_wait(pid, 5000, &st), "child %d does not end", (int)pid);
+	}
+	free(list);
+}
+
+/*
+ * A process that exits while no daemon runs: its SEM_UNDO adjustments are applied when the
+ * next daemon takes over, as its exit would have applied them. A mutex client (a member with
+ * SEM_UNDO, taking the lock with SEM_UNDO) is killed after the daemon saved its state and
+ * before the next one starts (held back a second by a wrapper); natively its death gives the
+ * lock back and takes its membership away, so the set must read lock 1, members 0.
+ */
+Test(daemon_restart, exit_while_stopped_applies_undo)
+{
+	struct keeper kp;
+	struct dh_cmd cmd;
+	char listen_opt[PATH_MAX + 32], conf_opt[PATH_MAX + 16], *out, *logs;
+	const char *sock, *slow, *mutex_out;
+	pid_t mutex;
+	int st;
+
+	dh_setup();
+	sock = dh_path("agent.sock");
+	slow = dh_path("slow");
+	snprintf(listen_opt, sizeof(listen_opt), "--listen=agent=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", dh_empty_config());
+	/* exec keeps the pid the keeper named in LISTEN_PID */
+	kp_start(&kp, "semvisord", (const char *const[]){ listen_opt, NULL },
+		 (const char *const[]){ "sh", "-c",
+					"if [ -e \"$0\" ]; then sleep 1; fi; exec \"$@\"", slow,
+					dh_daemon_bin(), conf_opt, "--control-socket=", NULL });
+	kp_ready(&kp, 15000);
+	cr_assert_eq(dh_run(load_argv(&cmd, sock, (const char *const[]){ "setup", LOAD_KEY, NULL }),
+			    30000, &out),
+		     0, "%s", out);
+	free(out);
+	/* its program, orphaned when semvisor-run is killed, is ours to reap: reaped, it is gone
+	   (no zombie to find) when the next daemon looks for it */
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	mutex_out = dh_path("mutex.out");
+	mutex = dh_spawn(
+	    load_argv(&cmd, sock, (const char *const[]){ "mutex", LOAD_KEY, "100000", "5", NULL }),
+	    mutex_out);
+	cr_assert(dh_wait_file(kp.err, "agent: serving semvisor-run-", 2, 10000), "%s",
+		  kp_logs(&kp));
+	dh_sleep_ms(300); /* a member by now, taking the lock in turns */
+
+	dh_write_file(slow, "hold the next start back\n");
+	kp_send(&kp, "restart TERM");
+	cr_assert_str_eq(kp_expect(&kp, "exited ", 30000), "exited 0", "%s", kp_logs(&kp));
+	/* its group: semvisor-run and the program it started, both reaped */
+	kill(-mutex, SIGKILL);
+	cr_assert(dh_wait(mutex, 5000, &st) && WIFSIGNALED(st), "%s", dh_status_text(st));
+	reap_orphans(kp.pid);
+	kp_ready(&kp, 35000);
+
+	cr_assert_eq(dh_run(dh_prog_argv(&cmd, sock, "daemon-sem",
+					 (const char *const[]){ "show", LOAD_KEY, NULL }),
+			    30000, &out),
+		     0, "%s", out);
+	logs = kp_logs(&kp);
+	cr_assert(strstr(out, "show: nsems 3 ") && strstr(out, " vals 1 ") &&
+		      !strcmp(strrchr(out, ' '), " 0\n"),
+		  "the killed client's undo was not applied (lock, counter, members):\n%s\n%s", out,
+		  logs);
+	free(logs);
+	free(out);
+	unlink(slow);
+	kp_stop(&kp, "0");
+}
