@@ -100,7 +100,8 @@ LIB         = $(O)/libsemvisor.a
 RUN_SRC     = $(wildcard interposer/*.c)
 DAEMON_SRC  = $(wildcard server/daemon/*.c)
 LXC_SRC     = client/semvisor-lxc.c
-CTL_SRC     = $(filter-out $(LXC_SRC),$(wildcard client/*.c))
+KEEPER_SRC  = client/semvisor-keeper.c
+CTL_SRC     = $(filter-out $(LXC_SRC) $(KEEPER_SRC),$(wildcard client/*.c))
 
 BIN_RUN     = $(if $(RUN_SRC),$(O)/semvisor-run)
 BIN_DAEMON  = $(if $(DAEMON_SRC),$(O)/semvisord)
@@ -108,7 +109,8 @@ BIN_CTL     = $(if $(CTL_SRC),$(O)/semvisorctl)
 # semvisor-lxc only where liblxc's headers are (Debian's lxc-dev): the rest builds without it.
 HAVE_LXC   := $(shell pkg-config --exists lxc 2>/dev/null && echo 1)
 BIN_LXC     = $(if $(and $(HAVE_LXC),$(wildcard $(LXC_SRC))),$(O)/semvisor-lxc)
-BINS        = $(BIN_RUN) $(BIN_DAEMON) $(BIN_CTL) $(BIN_LXC)
+BIN_KEEPER  = $(if $(wildcard $(KEEPER_SRC)),$(O)/semvisor-keeper)
+BINS        = $(BIN_RUN) $(BIN_DAEMON) $(BIN_CTL) $(BIN_LXC) $(BIN_KEEPER)
 
 TEST_SRC    = $(wildcard tests/[0-9][0-9]-*.c)
 TEST_BIN    = $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
@@ -123,7 +125,7 @@ DEMO_BIN    = $(patsubst demo/%.c,$(O)/demo/%,$(DEMO_SRC))
 
 ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
               $(patsubst %.c,$(O)/%.o,$(RUN_SRC) $(DAEMON_SRC) $(CTL_SRC) \
-                                      $(if $(BIN_LXC),$(LXC_SRC)))
+                                      $(if $(BIN_LXC),$(LXC_SRC)) $(KEEPER_SRC))
 
 .SECONDARY:
 
@@ -168,6 +170,10 @@ LXC_LIB_OBJ = $(O)/server/handoff/msg.o $(O)/server/handoff/xfer.o
 $(O)/client/semvisor-lxc.o: CPPFLAGS += $(shell pkg-config --cflags lxc 2>/dev/null)
 $(O)/semvisor-lxc: $(O)/client/semvisor-lxc.o $(LXC_LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_JSON) $(shell pkg-config --libs lxc 2>/dev/null)
+
+# semvisor-keeper stands alone: a service manager for one service needs nothing of the server.
+$(O)/semvisor-keeper: $(O)/client/semvisor-keeper.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(O)/tests/%: $(O)/tests/%.o $(TLIB_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
@@ -296,21 +302,22 @@ install: $(BINS)
 	$(if $(BIN_CTL),install -m 0755 $(BIN_CTL) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_LXC),install -m 0755 $(BIN_LXC) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_DAEMON),install -m 0755 $(BIN_DAEMON) $(DESTDIR)$(PREFIX)/sbin/)
+	$(if $(BIN_KEEPER),install -m 0755 $(BIN_KEEPER) $(DESTDIR)$(PREFIX)/sbin/)
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	           $(DESTDIR)$(PREFIX)/share/man/man8
 	$(foreach m,$(MAN1),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man1/;)
 	$(foreach m,$(wildcard server/daemon/*.5),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man5/;)
-	$(foreach m,$(wildcard server/daemon/*.8),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man8/;)
+	$(foreach m,$(wildcard server/daemon/*.8 client/*.8),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man8/;)
 	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh)
 
 # Everything install put there, but /etc/semvisor/semvisord.conf: the administrator's.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/semvisor-run $(DESTDIR)$(PREFIX)/bin/semvisorctl \
 	      $(DESTDIR)$(PREFIX)/bin/semvisor-lxc \
-	      $(DESTDIR)$(PREFIX)/sbin/semvisord
+	      $(DESTDIR)$(PREFIX)/sbin/semvisord $(DESTDIR)$(PREFIX)/sbin/semvisor-keeper
 	$(foreach m,$(wildcard interposer/*.1 client/*.1),rm -f $(DESTDIR)$(PREFIX)/share/man/man1/$(notdir $(m));)
 	$(foreach m,$(wildcard server/daemon/*.5),rm -f $(DESTDIR)$(PREFIX)/share/man/man5/$(notdir $(m));)
-	$(foreach m,$(wildcard server/daemon/*.8),rm -f $(DESTDIR)$(PREFIX)/share/man/man8/$(notdir $(m));)
+	$(foreach m,$(wildcard server/daemon/*.8 client/*.8),rm -f $(DESTDIR)$(PREFIX)/share/man/man8/$(notdir $(m));)
 	$(if $(wildcard systemd/install.sh),PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) ./systemd/install.sh --uninstall)
 
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null)

@@ -5,11 +5,11 @@
  * soon the parked calls are answered once released after it, beside the same release without
  * a restart.
  *
- * The daemon runs under fdkeeper (tests/prog/fdkeeper, a stand-in for systemd's fd store), in
+ * The daemon runs under semvisor-keeper (systemd's fd store where systemd does not run), in
  * a private IPC namespace of this bench. A client under `semvisor-run --daemon` makes the sets;
  * --procs clients of --waiters / --procs threads each park in semop(-1) on one keyed gate set
  * (the kind of load a pool of workers waiting for jobs makes). Per round:
- *   - "restart": fdkeeper is told "restart TERM"; timed from the command to the new daemon's
+ *   - "restart": the keeper is told "restart TERM"; timed from the command to the new daemon's
  *     READY=1, which it says only after it applied the state: every parked call is in its
  *     queue again. Then a client adds --waiters to the gate at once;
  *   - "no restart": the same release, the daemon left alone.
@@ -187,9 +187,9 @@ static FILE *keeper_in, *keeper_out;
 static void keeper_expect(const char *prefix, char *line, size_t len)
 {
 	if (!fgets(line, (int)len, keeper_out))
-		bu_die("fdkeeper ended");
+		bu_die("semvisor-keeper ended");
 	if (strncmp(line, prefix, strlen(prefix)))
-		bu_die("fdkeeper: %s", line);
+		bu_die("semvisor-keeper: %s", line);
 }
 
 static void keeper_start(void)
@@ -197,7 +197,7 @@ static void keeper_start(void)
 	char keeper[PATH_MAX], daemon[PATH_MAX], listen[128], ctl[128], line[256];
 	int in[2], out[2];
 
-	snprintf(keeper, sizeof(keeper), "%s/tests/prog/fdkeeper", bin);
+	snprintf(keeper, sizeof(keeper), "%s/semvisor-keeper", bin);
 	snprintf(daemon, sizeof(daemon), "%s/semvisord", bin);
 	snprintf(listen, sizeof(listen), "agent=%s/agent.sock", dir);
 	snprintf(ctl, sizeof(ctl), "--control-socket=%s/control.sock", dir);
@@ -216,9 +216,9 @@ static void keeper_start(void)
 		close(in[1]);
 		close(out[0]);
 		/* room for --sets, whatever this host's defaults and the budget's per uid */
-		execl(keeper, keeper, "--listen", listen, "--log", "/dev/null", "--", daemon, ctl,
-		      "--limits=32000,1024000000,500,32000", "--set", "max_sets_per_uid=0",
-		      (char *)NULL);
+		execl(keeper, keeper, "--commands", "--listen", listen, "--log", "/dev/null", "--",
+		      daemon, ctl, "--limits=32000,1024000000,500,32000", "--set",
+		      "max_sets_per_uid=0", (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
@@ -272,15 +272,15 @@ static struct sample round_once(bool restart)
 
 static __attribute__((noreturn)) void usage(int code)
 {
-	fprintf(
-	    code ? stderr : stdout,
-	    "Usage: restart [--bin DIR] [--sets N] [--waiters N] [--procs N] [--rounds N]\n"
-	    "Time a restart of semvisord (under fdkeeper) with N sets and parked calls, and\n"
-	    "how soon the parked calls are answered when released after it. As root.\n"
-	    "  --bin DIR     where semvisord, semvisor-run and tests/prog/fdkeeper are (build)\n"
-	    "  --sets N      sets in the daemon's namespace (32000)\n"
-	    "  --waiters N   parked calls (10000), in --procs processes (100)\n"
-	    "  --rounds N    rounds of each kind (3); medians are reported\n");
+	fprintf(code ? stderr : stdout,
+		"Usage: restart [--bin DIR] [--sets N] [--waiters N] [--procs N] [--rounds N]\n"
+		"Time a restart of semvisord (under semvisor-keeper) with N sets and parked calls, "
+		"and\n"
+		"how soon the parked calls are answered when released after it. As root.\n"
+		"  --bin DIR     where semvisord, semvisor-run and semvisor-keeper are (build)\n"
+		"  --sets N      sets in the daemon's namespace (32000)\n"
+		"  --waiters N   parked calls (10000), in --procs processes (100)\n"
+		"  --rounds N    rounds of each kind (3); medians are reported\n");
 	exit(code);
 }
 

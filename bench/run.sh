@@ -51,7 +51,7 @@ fi
 RUN="$O/semvisor-run"
 need=("$O/bench/floor" "$O/bench/engine" "$O/bench/locks" "$O/bench/semop_multi"
 	"$O/bench/lockunlock" "$O/bench/bulkwake" "$O/bench/scale" "$O/bench/tenants"
-	"$O/bench/openview" "$O/bench/restart" "$O/tests/prog/fdkeeper" "$RUN")
+	"$O/bench/openview" "$O/bench/restart" "$O/semvisor-keeper" "$RUN")
 for p in "${need[@]}"; do
 	[ -x "$p" ] || die "missing $p: build it first (make $p, or make all)"
 done

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Restarts of the service: fdkeeper (tests/prog/fdkeeper.c) plays systemd's part where systemd
+ * Restarts of the service: semvisor-keeper (client/semvisor-keeper.c) plays systemd's part where systemd
  * is not PID 1, and these tests first check that it plays it right, with a tiny service
  * (tests/prog/fdstore-svc.c) that keeps a counter in the fd store: the counter survives
  * restarts by SIGTERM and by SIGKILL, FDSTOREREMOVE=1 removes, a stored socket that hangs up
@@ -33,7 +33,7 @@ struct keeper {
 };
 
 /*
- * Start fdkeeper with opts (its options, NULL-terminated) and the service argv, its log in
+ * Start semvisor-keeper (taking commands) with opts (its options, NULL-terminated) and the service argv, its log in
  * dir/NAME.log and its stderr in dir/NAME.err. Its own process group, killed with the test.
  */
 static void kp_start(struct keeper *kp, const char *name, const char *const *opts,
@@ -47,8 +47,9 @@ static void kp_start(struct keeper *kp, const char *name, const char *const *opt
 	snprintf(kp->log, sizeof(kp->log), "%s/%s.log", dh_dir, name);
 	snprintf(kp->err, sizeof(kp->err), "%s/%s.err", dh_dir, name);
 	snprintf(logopt, sizeof(logopt), "--log=%s", kp->log);
-	full[n++] = dh_bin("tests/prog/fdkeeper");
+	full[n++] = dh_bin("semvisor-keeper");
 	full[n++] = logopt;
+	full[n++] = "--commands";
 	for (int i = 0; opts && opts[i] && n < 30; i++)
 		full[n++] = opts[i];
 	full[n++] = "--";
@@ -226,12 +227,12 @@ Test(daemon_restart, keeper_usage)
 	const char *keeper;
 
 	dh_setup_ns(false);
-	keeper = dh_bin("tests/prog/fdkeeper");
+	keeper = dh_bin("semvisor-keeper");
 	cr_assert_eq(dh_run((const char *const[]){ keeper, "--help", NULL }, 5000, &out), 0);
-	cr_assert(strstr(out, "usage: fdkeeper") && strstr(out, "wait-store"), "%s", out);
+	cr_assert(strstr(out, "Usage: semvisor-keeper") && strstr(out, "wait-store"), "%s", out);
 	free(out);
 	cr_assert_eq(dh_run((const char *const[]){ keeper, NULL }, 5000, &out), 2, "%s", out);
-	cr_assert(strstr(out, "usage: fdkeeper"), "%s", out);
+	cr_assert(strstr(out, "Usage: semvisor-keeper"), "%s", out);
 	free(out);
 	cr_assert_eq(
 	    dh_run((const char *const[]){ keeper, "--listen", "nopath", "--", "true", NULL }, 5000,
@@ -251,6 +252,74 @@ Test(daemon_restart, keeper_usage)
 	cr_assert_eq(
 	    dh_run((const char *const[]){ keeper, "--frobnicate", "--", "true", NULL }, 5000, &out),
 	    2, "%s", out);
+	free(out);
+}
+
+/* The pid of the service the keeper (its log at log) started last, or 0. */
+static pid_t keeper_service(const char *log)
+{
+	char *text = dh_slurp(log), *at = text, *next;
+	pid_t pid = 0;
+
+	while ((next = strstr(at, ": pid ")))
+		pid = (pid_t)atoi(at = next + 6);
+	free(text);
+	return pid;
+}
+
+/*
+ * As an administrator runs it where systemd does not: no commands (its stdin at its end from
+ * the start), SIGHUP restarts the service with its store, a service killed is started again
+ * (--restart-on-failure), SIGTERM stops both; a service that cannot start is given up after
+ * five tries, with exit status 1.
+ */
+Test(daemon_restart, keeper_as_a_service)
+{
+	const char *out_path, *log;
+	char logopt[PATH_MAX + 8], *out;
+	pid_t keeper, svc;
+	int st;
+
+	dh_setup_ns(false);
+	out_path = dh_path("svc.out");
+	log = dh_path("keeper.log");
+	snprintf(logopt, sizeof(logopt), "--log=%s", log);
+	keeper = dh_spawn((const char *const[]){ dh_bin("semvisor-keeper"), logopt,
+						 "--restart-on-failure", "--",
+						 dh_bin("tests/prog/fdstore-svc"), out_path, NULL },
+			  dh_path("keeper.err"));
+	cr_assert(dh_wait_file(out_path, "count 1\n", 1, 10000), "no start:\n%s", dh_slurp(log));
+
+	/* SIGHUP: a planned restart, its state handed over */
+	kill(keeper, SIGHUP);
+	cr_assert(dh_wait_file(out_path, "count 2\n", 1, 10000), "no restart on SIGHUP:\n%s",
+		  dh_slurp(log));
+	out = dh_slurp(out_path);
+	cr_assert(strstr(out, "term\n") && strstr(out, "state 1\n"), "%s", out);
+	free(out);
+
+	/* a crash: started again, the store still there */
+	svc = keeper_service(log);
+	cr_assert_gt(svc, 0);
+	kill(svc, SIGKILL);
+	cr_assert(dh_wait_file(out_path, "count 3\n", 1, 10000), "not started again:\n%s",
+		  dh_slurp(log));
+
+	kill(keeper, SIGTERM);
+	cr_assert(dh_wait(keeper, 30000, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s",
+		  dh_status_text(st));
+	out = dh_slurp(out_path);
+	cr_assert_eq(dh_count(out, "term\n"), 2, "the service was not stopped:\n%s", out);
+	free(out);
+
+	/* a service that never starts: five tries a second apart, then exit status 1 */
+	keeper = dh_spawn((const char *const[]){ dh_bin("semvisor-keeper"), logopt,
+						 "--restart-on-failure", "--", "false", NULL },
+			  dh_path("keeper.err"));
+	cr_assert(dh_wait(keeper, 20000, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s",
+		  dh_status_text(st));
+	out = dh_slurp(log);
+	cr_assert(strstr(out, "5 failed starts in a row: giving up"), "%s", out);
 	free(out);
 }
 

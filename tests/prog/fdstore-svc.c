@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A tiny Type=notify service for tests/64-daemon-restart.c, run under fdkeeper: it keeps a
+ * A tiny Type=notify service for tests/64-daemon-restart.c, run under semvisor-keeper: it keeps a
  * counter in a memfd in the fd store, so that each start sees the value the last one left.
  *
  *   fdstore-svc OUT [MANY]

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fdkeeper: a stand-in for systemd's service manager, for one service, where systemd is not
- * PID 1 (test machines, demos). It keeps what systemd keeps across a restart of a Type=notify
- * service with NotifyAccess=main and a file descriptor store, and lets a test restart the
- * service through a pipe.
+ * semvisor-keeper: systemd's part for semvisord where systemd does not run it (OpenRC, runit, a
+ * container's init, tests): a service manager for one Type=notify service with NotifyAccess=main
+ * and a file descriptor store, so that semvisord's restarts lose nothing there too
+ * (semvisord(8), RESTARTS). It keeps what systemd keeps across a restart and restarts the
+ * service on SIGHUP (an upgrade), when it fails (--restart-on-failure), or on a command.
  *
- *   fdkeeper [--listen NAME=PATH]... [--fdstore-max N] [--log FILE] -- PROGRAM [ARG]...
+ *   semvisor-keeper [--listen NAME=PATH]... [--fdstore-max N] [--log FILE]
+ *                   [--restart-on-failure] [--commands] -- PROGRAM [ARG]...
  *
  * What the service sees, as under systemd:
- *   - NOTIFY_SOCKET: a datagram socket in a private directory under $TMPDIR (else /tmp),
- *     SO_PASSCRED on.
+ *   - NOTIFY_SOCKET: a datagram socket in a private directory, SO_PASSCRED on.
  *   - fds 3, 4, ...: first the --listen sockets (unix stream sockets bound at PATH, mode 0666,
  *     listening for the keeper's whole life like a socket unit's, so that connections made
  *     while the service is down wait in the backlog), then every fd of the store, in the order
@@ -29,7 +30,14 @@
  * message that arrives after the main pid died is still taken from it: the socket is drained
  * before the death is acted on, as systemd orders its event sources.
  *
- * Control: one command a line on stdin, one answer a line on stdout (line buffered):
+ * Signals: SIGHUP restarts the service (SIGTERM, wait, start again with the store: what
+ * `systemctl restart` does); SIGTERM and SIGINT stop it and the keeper. With
+ * --restart-on-failure a service that ends by itself other than with status 0, or fails to
+ * start, is started again a second later, with the store; after five failed starts in a row
+ * the keeper gives up and exits 1.
+ *
+ * With --commands, control for tests and scripts: one command a line on stdin, one answer a
+ * line on stdout (line buffered):
  *   restart TERM|KILL  signal the service, wait for it, start it again with the store:
  *                      "exited STATUS", then "ready PID" or "failed REASON"
  *   stop               SIGTERM, wait: "exited STATUS", and the keeper exits 0
@@ -39,12 +47,13 @@
  * REASON") for the first service; when the service exits on its own it says "exited STATUS"
  * and does not start it again until told. A start that fails (the service exits before
  * READY=1, or is not ready in 30 s) answers "failed exited STATUS" or "failed timeout".
- * Commands wait while one is under way. stdin's end, SIGTERM and SIGINT mean "stop"; "stop"
+ * Commands wait while one is under way. stdin's end means "stop"; "stop"
  * with no service running answers how it last ended. Every wait is bounded: a service that
  * does not stop within 20 s of SIGTERM is killed.
  *
  * The keeper's own log (what it did, what it refused) goes to --log FILE, else to stderr.
- * Exit status: 0 after stop, 1 on a failure to set up, 2 for bad usage.
+ * Exit status: 0 after stop, 1 on a failure to set up or when --restart-on-failure gave up,
+ * 2 for bad usage.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -100,6 +109,7 @@ enum op {
 	OP_START,      /* the service was started: waiting for READY=1 */
 	OP_STOP,       /* signalled: waiting for it to exit, then start again or leave */
 	OP_WAIT_STORE, /* waiting for an fd of wait_name */
+	OP_PAUSE,      /* --restart-on-failure: the next start, at deadline */
 };
 
 static struct {
@@ -126,6 +136,11 @@ static struct {
 	char cmd[CMD_MAX];
 	size_t cmd_len;
 	bool cmd_eof;
+
+	bool commands;		 /* --commands: stdin is read */
+	bool restart_on_failure; /* --restart-on-failure */
+	int failures;		 /* failed starts in a row */
+	bool failed;		 /* gave up: exit 1 */
 } k = { .store_max = 4096, .notify_fd = -1, .sig_fd = -1, .devnull = -1 };
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -136,7 +151,7 @@ static void logf_(const char *fmt, ...)
 	va_list ap;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(f, "fdkeeper[%d] %lld.%03ld: ", (int)getpid(), (long long)ts.tv_sec,
+	fprintf(f, "semvisor-keeper[%d] %lld.%03ld: ", (int)getpid(), (long long)ts.tv_sec,
 		ts.tv_nsec / 1000000);
 	va_start(ap, fmt);
 	vfprintf(f, fmt, ap);
@@ -170,20 +185,31 @@ static int64_t now_ms(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: fdkeeper [--listen NAME=PATH]... [--fdstore-max N] [--log FILE] -- "
-		"PROGRAM [ARG]...\n"
-		"Runs PROGRAM as systemd runs a Type=notify service with NotifyAccess=main and a\n"
-		"file descriptor store, and restarts it on command, handing back its sockets and\n"
-		"stored fds (LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID).\n"
-		"  --listen NAME=PATH  a unix stream socket at PATH (mode 0666), passed as NAME\n"
-		"  --fdstore-max N     the store's size (default 4096)\n"
-		"  --log FILE          the keeper's log (default: stderr)\n"
-		"Commands on stdin, answers on stdout:\n"
-		"  restart TERM|KILL   -> exited STATUS, then ready PID | failed REASON\n"
-		"  stop                -> exited STATUS (and the keeper exits)\n"
-		"  store               -> store N NAME,NAME,...\n"
-		"  wait-store NAME     -> stored NAME | failed timeout\n");
+	fprintf(
+	    f,
+	    "Usage: semvisor-keeper [OPTION]... -- PROGRAM [ARG]...\n"
+	    "Run PROGRAM as systemd runs a Type=notify service with NotifyAccess=main and a\n"
+	    "file descriptor store, and restart it handing back its sockets and stored fds\n"
+	    "(LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID): semvisord's restarts then lose nothing\n"
+	    "where systemd does not run it.\n"
+	    "\n"
+	    "  --listen NAME=PATH    a unix stream socket at PATH (mode 0666), passed as NAME\n"
+	    "                        for the keeper's whole life (semvisord: agent=...)\n"
+	    "  --fdstore-max N       the store's size (default 4096)\n"
+	    "  --log FILE            the keeper's log (default: standard error)\n"
+	    "  --restart-on-failure  start PROGRAM again a second after it fails; give up after\n"
+	    "                        five failed starts in a row (exit status 1)\n"
+	    "  --commands            take commands on standard input, answers on standard output:\n"
+	    "                          restart TERM|KILL -> exited STATUS, then ready PID | failed "
+	    "R\n"
+	    "                          stop              -> exited STATUS (and the keeper exits)\n"
+	    "                          store             -> store N NAME,NAME,...\n"
+	    "                          wait-store NAME   -> stored NAME | failed timeout\n"
+	    "  -h, --help            show this help and exit\n"
+	    "\n"
+	    "SIGHUP restarts PROGRAM (SIGTERM, then start it again with the store); SIGTERM and\n"
+	    "SIGINT stop it and the keeper. Exit status: 0 after a stop, 1 on a set-up failure or\n"
+	    "when --restart-on-failure gave up, 2 for bad usage.\n");
 }
 
 /* systemd's fdname_is_valid(). */
@@ -352,7 +378,7 @@ static void child_exec(void)
 	}
 	setenv("NOTIFY_SOCKET", k.notify_path, 1);
 	execvp(k.argv[0], k.argv);
-	dprintf(2, "fdkeeper: exec %s: %s\n", k.argv[0], strerror(errno));
+	dprintf(2, "semvisor-keeper: exec %s: %s\n", k.argv[0], strerror(errno));
 	_exit(127);
 }
 
@@ -476,6 +502,7 @@ static void on_message(char *buf, int *fds, int nfds, pid_t sender)
 	}
 	if ((v = field(lines, n, "READY")) && !strcmp(v, "1")) {
 		logf_("service %d is ready", (int)sender);
+		k.failures = 0;
 		if (k.op == OP_START) {
 			k.op = OP_NONE;
 			answer("ready %d", (int)sender);
@@ -550,6 +577,26 @@ static void notify_drain(void)
 
 /* ---- the child's end ---- */
 
+#define RESTART_MS   1000 /* --restart-on-failure: the pause before a start */
+#define MAX_FAILURES 5	  /* ... and the failed starts in a row it tries */
+
+/* --restart-on-failure: the next start a second from now, unless too many failed. */
+static void restart_later(void)
+{
+	if (!k.restart_on_failure || k.op != OP_NONE)
+		return;
+	if (k.failures >= MAX_FAILURES) {
+		logf_("%d failed starts in a row: giving up", k.failures);
+		k.op = OP_STOP;
+		k.then_exit = true;
+		k.failed = true;
+		return;
+	}
+	logf_("starting it again in %d ms", RESTART_MS);
+	k.op = OP_PAUSE;
+	k.deadline = now_ms() + RESTART_MS;
+}
+
 static void on_child_exit(int st)
 {
 	/* its last words first: the state it stored on the way out */
@@ -563,6 +610,8 @@ static void on_child_exit(int st)
 	case OP_START:
 		k.op = OP_NONE;
 		answer("failed exited %s", k.last_status);
+		k.failures++;
+		restart_later();
 		break;
 	case OP_STOP:
 		answer("exited %s", k.last_status);
@@ -571,6 +620,8 @@ static void on_child_exit(int st)
 		break;
 	default:
 		answer("exited %s", k.last_status);
+		if (strcmp(k.last_status, "0"))
+			restart_later();
 	}
 }
 
@@ -660,6 +711,11 @@ static void on_deadline(void)
 		logf_("service %d not ready in %d s", (int)k.child, START_MS / 1000);
 		k.op = OP_NONE;
 		answer("failed timeout");
+		if (k.restart_on_failure) {
+			/* a failed start: its exit (op none, not status 0) starts it again */
+			k.failures++;
+			signal_child(SIGKILL);
+		}
 		break;
 	case OP_STOP:
 		if (!k.killed) {
@@ -680,6 +736,9 @@ static void on_deadline(void)
 	case OP_WAIT_STORE:
 		k.op = OP_NONE;
 		answer("failed timeout");
+		break;
+	case OP_PAUSE:
+		start();
 		break;
 	default:
 		break;
@@ -721,9 +780,9 @@ static int notify_setup(void)
 	int on = 1, rcvbuf = 8 << 20;
 
 	/* in $TMPDIR if its path leaves room for the socket's name, else in /tmp */
-	if (!tmp || !*tmp || strlen(tmp) + sizeof("/fdkeeper-XXXXXX") > sizeof(k.dir))
+	if (!tmp || !*tmp || strlen(tmp) + sizeof("/semvisor-keeper-XXXXXX") > sizeof(k.dir))
 		tmp = "/tmp";
-	snprintf(k.dir, sizeof(k.dir), "%s/fdkeeper-XXXXXX", tmp);
+	snprintf(k.dir, sizeof(k.dir), "%s/semvisor-keeper-XXXXXX", tmp);
 	if (!mkdtemp(k.dir)) {
 		logf_("mkdtemp %s: %s", k.dir, strerror(errno));
 		k.dir[0] = '\0';
@@ -777,6 +836,14 @@ static int parse_args(int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		}
+		if (!strcmp(a, "--commands")) {
+			k.commands = true;
+			continue;
+		}
+		if (!strcmp(a, "--restart-on-failure")) {
+			k.restart_on_failure = true;
+			continue;
+		}
 		if (!strncmp(a, "--", 2) && strchr(a, '=')) {
 			v = strchr(a, '=') + 1;
 		} else if (!strcmp(a, "--listen") || !strcmp(a, "--fdstore-max") ||
@@ -810,7 +877,7 @@ static int parse_args(int argc, char **argv)
 		} else if (!strncmp(a, "--log", 5) && (a[5] == '\0' || a[5] == '=')) {
 			k.log = fopen(v, "ae");
 			if (!k.log) {
-				fprintf(stderr, "fdkeeper: %s: %s\n", v, strerror(errno));
+				fprintf(stderr, "semvisor-keeper: %s: %s\n", v, strerror(errno));
 				exit(1);
 			}
 		} else {
@@ -822,7 +889,7 @@ static int parse_args(int argc, char **argv)
 	k.argv = argv + i + 1;
 	return 0;
 bad:
-	fprintf(stderr, "fdkeeper: bad usage%s%s\n", i < argc ? " at " : "",
+	fprintf(stderr, "semvisor-keeper: bad usage%s%s\n", i < argc ? " at " : "",
 		i < argc ? argv[i] : "");
 	usage(stderr);
 	exit(2);
@@ -845,10 +912,12 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGCHLD);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	k.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	k.devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+	if (k.commands)
+		fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
 	if (k.sig_fd < 0 || k.devnull < 0 || notify_setup()) {
 		logf_("set-up failed: %s", strerror(errno));
 		cleanup();
@@ -877,7 +946,7 @@ int main(int argc, char **argv)
 		}
 		pf[0] = (struct pollfd){ k.notify_fd, POLLIN, 0 };
 		pf[1] = (struct pollfd){ k.sig_fd, POLLIN, 0 };
-		pf[2] = (struct pollfd){ k.cmd_eof ? -1 : 0, POLLIN, 0 };
+		pf[2] = (struct pollfd){ k.commands && !k.cmd_eof ? 0 : -1, POLLIN, 0 };
 		for (int i = 0; i < k.nstore; i++)
 			pf[npf++] = (struct pollfd){ k.store[i].poll ? k.store[i].fd : -1, 0, 0 };
 		if (k.op != OP_NONE) {
@@ -905,6 +974,15 @@ int main(int argc, char **argv)
 			struct signalfd_siginfo si;
 
 			while (read(k.sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				/* what `systemctl restart` does; not while a start or stop is under way */
+				if (si.ssi_signo == SIGHUP &&
+				    (k.op == OP_NONE || k.op == OP_PAUSE)) {
+					logf_("SIGHUP: restarting the service");
+					k.op = OP_NONE;
+					stop(SIGTERM, false);
+				} else if (si.ssi_signo == SIGHUP) {
+					logf_("SIGHUP: a start or stop is under way; ignored");
+				}
 				if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) &&
 				    !(k.op == OP_STOP && k.then_exit)) {
 					logf_("signal %d: stopping", (int)si.ssi_signo);
@@ -928,5 +1006,5 @@ int main(int argc, char **argv)
 	}
 	logf_("stopped");
 	cleanup();
-	return 0;
+	return k.failed ? 1 : 0;
 }
