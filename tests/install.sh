@@ -27,9 +27,10 @@ for k in $keys; do
 done
 
 make -s install O="$O" DESTDIR="$dest/root" PREFIX=/usr >/dev/null
-for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord \
+for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord usr/sbin/semvisor-keeper \
 	usr/share/man/man1/semvisor-run.1 usr/share/man/man1/semvisorctl.1 \
-	usr/share/man/man5/semvisord.conf.5 usr/share/man/man8/semvisord.8 usr/lib/systemd/system/semvisord.service \
+	usr/share/man/man5/semvisord.conf.5 usr/share/man/man8/semvisord.8 \
+	usr/share/man/man8/semvisor-keeper.8 usr/lib/systemd/system/semvisord.service \
 	usr/lib/systemd/system/semvisord.socket usr/lib/systemd/system/semvisord-control.socket \
 	usr/lib/systemd/system/semvisor-metrics.service usr/lib/systemd/system/semvisor-metrics.timer \
 	usr/lib/tmpfiles.d/semvisor.conf usr/lib/sysusers.d/semvisor.conf \
@@ -47,6 +48,7 @@ fi
 grep -q 'ExecStart=/usr/sbin/semvisord' "$dest/root/usr/lib/systemd/system/semvisord.service" ||
 	fail "semvisord.service does not run /usr/sbin/semvisord"
 "$dest/root/usr/bin/semvisor-run" --version >/dev/null || fail "the installed semvisor-run does not run"
+"$dest/root/usr/sbin/semvisor-keeper" --help >/dev/null || fail "the installed semvisor-keeper does not run"
 
 # The sockets' group, as systemd-sysusers makes it at boot from the installed file.
 if command -v systemd-sysusers >/dev/null 2>&1; then
