@@ -79,6 +79,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/version.h"
+
 #define FDNAME_MAX    255
 #define NOTIFY_MAX    4096 /* systemd's NOTIFY_BUFFER_MAX */
 #define FDS_PER_MSG   253  /* SCM_MAX_FD */
@@ -206,6 +208,7 @@ static void usage(FILE *f)
 	    "                          store             -> store N NAME,NAME,...\n"
 	    "                          wait-store NAME   -> stored NAME | failed timeout\n"
 	    "  -h, --help            show this help and exit\n"
+	    "  -V, --version         show the version and exit\n"
 	    "\n"
 	    "SIGHUP restarts PROGRAM (SIGTERM, then start it again with the store); SIGTERM and\n"
 	    "SIGINT stop it and the keeper. Exit status: 0 after a stop, 1 on a set-up failure or\n"
@@ -834,6 +837,10 @@ static int parse_args(int argc, char **argv)
 			break;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
+			exit(0);
+		}
+		if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+			printf("semvisor-keeper %s\n", SEMVISOR_VERSION);
 			exit(0);
 		}
 		if (!strcmp(a, "--commands")) {

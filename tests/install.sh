@@ -48,7 +48,7 @@ fi
 grep -q 'ExecStart=/usr/sbin/semvisord' "$dest/root/usr/lib/systemd/system/semvisord.service" ||
 	fail "semvisord.service does not run /usr/sbin/semvisord"
 "$dest/root/usr/bin/semvisor-run" --version >/dev/null || fail "the installed semvisor-run does not run"
-"$dest/root/usr/sbin/semvisor-keeper" --help >/dev/null || fail "the installed semvisor-keeper does not run"
+"$dest/root/usr/sbin/semvisor-keeper" --version >/dev/null || fail "the installed semvisor-keeper does not run"
 
 # The sockets' group, as systemd-sysusers makes it at boot from the installed file.
 if command -v systemd-sysusers >/dev/null 2>&1; then
