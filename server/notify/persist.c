@@ -35,6 +35,7 @@
  * version. A state is read whole and checked before any of it is applied.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -609,13 +610,21 @@ static int parse(const void *buf, size_t len, struct restore *rs, char *err, siz
 }
 
 /*
- * An fd of the kernel namespace o names, if it still lives: by its handle, else through a
- * saved process in it whose namespace carries the same id.
+ * An fd of the kernel namespace o names, if it still lives: our own (we are in it, so it
+ * lives, and its id, or without ids its inode, cannot name another); else by its handle; else
+ * through a saved process in it whose namespace carries the same id. Without ids nothing else
+ * proves a namespace the same (a number can be reused once it is gone): its sets are not
+ * taken back, which loses them rather than give them to a stranger.
  */
 static int find_ns(struct nt_super *s, const struct restore *rs, int idx)
 {
 	const struct r_ns *o = &rs->ns[idx];
-	int fd = tgt_ns_reopen(&o->kid);
+	int fd;
+
+	if ((o->kid.id ? o->kid.id : o->kid.ino) == s->reg.my_ipc_key &&
+	    (o->kid.id || !s->feat.ns_id))
+		return fcntl(s->reg.my_ipc_fd, F_DUPFD_CLOEXEC, 3);
+	fd = tgt_ns_reopen(&o->kid);
 
 	if (fd >= 0 || fd == -ESTALE)
 		return fd;
@@ -683,6 +692,12 @@ static void restore_procs(struct nt_super *s, struct restore *rs, struct sv_wake
 
 		if (!n)
 			continue; /* its namespace ended, and its sets with it */
+		/*
+		 * The same process if its pidfd has the same inode. Before pidfs (6.9) every
+		 * pidfd shares one inode and this proves nothing: a pid given to another process
+		 * within the restart would take the entries over. Applying them at once instead
+		 * would take them from a process that still runs, which every live one is.
+		 */
 		p = nt_process_get(s, o->tgid, &err);
 		if (p && !fstat(p->src.fd, &st) && (uint64_t)st.st_ino == o->ino) {
 			xlock(&p->lock);
