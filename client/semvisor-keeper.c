@@ -143,6 +143,7 @@ static struct {
 	bool restart_on_failure; /* --restart-on-failure */
 	int failures;		 /* failed starts in a row */
 	bool failed;		 /* gave up: exit 1 */
+	bool hup;		 /* SIGHUP: a restart, as soon as nothing else is under way */
 } k = { .store_max = 4096, .notify_fd = -1, .sig_fd = -1, .devnull = -1 };
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -173,6 +174,9 @@ static void answer(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	logf_("answer: %s", line);
+	/* without --commands nobody asked: stdout may be closed, and that must not stop us */
+	if (!k.commands)
+		return;
 	if (printf("%s\n", line) < 0 || fflush(stdout) == EOF)
 		k.cmd_eof = true;
 }
@@ -981,14 +985,11 @@ int main(int argc, char **argv)
 			struct signalfd_siginfo si;
 
 			while (read(k.sig_fd, &si, sizeof(si)) == sizeof(si)) {
-				/* what `systemctl restart` does; not while a start or stop is under way */
-				if (si.ssi_signo == SIGHUP &&
-				    (k.op == OP_NONE || k.op == OP_PAUSE)) {
+				/* what `systemctl restart` does, once a start or stop under way is
+				   done */
+				if (si.ssi_signo == SIGHUP) {
 					logf_("SIGHUP: restarting the service");
-					k.op = OP_NONE;
-					stop(SIGTERM, false);
-				} else if (si.ssi_signo == SIGHUP) {
-					logf_("SIGHUP: a start or stop is under way; ignored");
+					k.hup = true;
 				}
 				if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) &&
 				    !(k.op == OP_STOP && k.then_exit)) {
@@ -1007,6 +1008,11 @@ int main(int argc, char **argv)
 		free(pf);
 		if (k.op != OP_NONE && now_ms() >= k.deadline)
 			on_deadline();
+		if (k.hup && (k.op == OP_NONE || k.op == OP_PAUSE)) {
+			k.hup = false;
+			k.op = OP_NONE;
+			stop(SIGTERM, false);
+		}
 		commands(cmd_ready);
 		if (k.op == OP_STOP && k.then_exit && k.child <= 0)
 			break;

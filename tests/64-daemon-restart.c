@@ -288,11 +288,11 @@ Test(daemon_restart, keeper_as_a_service)
 						 "--restart-on-failure", "--",
 						 dh_bin("tests/prog/fdstore-svc"), out_path, NULL },
 			  dh_path("keeper.err"));
-	cr_assert(dh_wait_file(out_path, "count 1\n", 1, 10000), "no start:\n%s", dh_slurp(log));
+	cr_assert(dh_wait_file(out_path, "count 1\n", 1, 30000), "no start:\n%s", dh_slurp(log));
 
 	/* SIGHUP: a planned restart, its state handed over */
 	kill(keeper, SIGHUP);
-	cr_assert(dh_wait_file(out_path, "count 2\n", 1, 10000), "no restart on SIGHUP:\n%s",
+	cr_assert(dh_wait_file(out_path, "count 2\n", 1, 30000), "no restart on SIGHUP:\n%s",
 		  dh_slurp(log));
 	out = dh_slurp(out_path);
 	cr_assert(strstr(out, "term\n") && strstr(out, "state 1\n"), "%s", out);
@@ -302,7 +302,7 @@ Test(daemon_restart, keeper_as_a_service)
 	svc = keeper_service(log);
 	cr_assert_gt(svc, 0);
 	kill(svc, SIGKILL);
-	cr_assert(dh_wait_file(out_path, "count 3\n", 1, 10000), "not started again:\n%s",
+	cr_assert(dh_wait_file(out_path, "count 3\n", 1, 30000), "not started again:\n%s",
 		  dh_slurp(log));
 
 	kill(keeper, SIGTERM);
@@ -967,7 +967,8 @@ Test(daemon_restart, exit_while_stopped_applies_undo)
 {
 	struct keeper kp;
 	struct dh_cmd cmd;
-	char listen_opt[PATH_MAX + 32], conf_opt[PATH_MAX + 16], *out, *logs;
+	char listen_opt[PATH_MAX + 32], conf_opt[PATH_MAX + 16], other_opt[PATH_MAX + 32], *out,
+	    *logs;
 	const char *sock, *slow, *mutex_out;
 	pid_t mutex;
 	int st;
@@ -977,11 +978,13 @@ Test(daemon_restart, exit_while_stopped_applies_undo)
 	slow = dh_path("slow");
 	snprintf(listen_opt, sizeof(listen_opt), "--listen=agent=%s", sock);
 	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", dh_empty_config());
+	/* a path of its own (its instance lock is beside it), though it serves the keeper's */
+	snprintf(other_opt, sizeof(other_opt), "--agent-socket=%s", dh_path("configured.sock"));
 	/* exec keeps the pid the keeper named in LISTEN_PID */
 	kp_start(&kp, "semvisord", (const char *const[]){ listen_opt, NULL },
-		 (const char *const[]){ "sh", "-c",
-					"if [ -e \"$0\" ]; then sleep 1; fi; exec \"$@\"", slow,
-					dh_daemon_bin(), conf_opt, "--control-socket=", NULL });
+		 (const char *const[]){
+		     "sh", "-c", "if [ -e \"$0\" ]; then sleep 1; fi; exec \"$@\"", slow,
+		     dh_daemon_bin(), conf_opt, "--control-socket=", other_opt, NULL });
 	kp_ready(&kp, 15000);
 	cr_assert_eq(dh_run(load_argv(&cmd, sock, (const char *const[]){ "setup", LOAD_KEY, NULL }),
 			    30000, &out),
