@@ -149,7 +149,7 @@ static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const c
 	} else {
 		n->kid = *kid;
 		snprintf(n->name, sizeof(n->name), "ipc:[%llu]", (unsigned long long)kid->ino);
-		n->persistent = key_of(kid) == r->my_ipc_key;
+		n->persistent = nsreg_is_own(r, kid);
 		n->nowners = tgt_userns_chain(nsfd, r->feat->ns_id, n->owners, TGT_MAX_USERNS);
 		if (n->nowners < 0)
 			n->nowners = 0; /* no capability will count here */
@@ -267,6 +267,12 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 	if (drop)
 		nt_ns_put(drop);
 	return n;
+}
+
+bool nsreg_is_own(const struct nsreg *r, const struct tgt_nsid *kid)
+{
+	/* an id is compared with an id, an inode with an inode, never one with the other */
+	return key_of(kid) == r->my_ipc_key && (kid->id || !r->feat->ns_id);
 }
 
 struct nt_ns *nsreg_adopt(struct nsreg *r, int nsfd, const struct nt_pod *pod)

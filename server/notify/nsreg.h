@@ -142,6 +142,9 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint);
  * (a pod's sandbox makes its IPC namespace), and nothing is decided by the name.
  */
 void nsreg_label(struct nsreg *r, struct nt_ns *n, const struct nt_pod *pod);
+/* Is kid the supervisor's own IPC namespace? */
+bool nsreg_is_own(const struct nsreg *r, const struct tgt_nsid *kid);
+
 /*
  * The namespace of nsfd as a previous supervisor process had it (persist.c): as nsreg_ipc()
  * but no thread is counted in, since none is known yet. A namespace we cannot ask the kernel

@@ -621,8 +621,7 @@ static int find_ns(struct nt_super *s, const struct restore *rs, int idx)
 	const struct r_ns *o = &rs->ns[idx];
 	int fd;
 
-	if ((o->kid.id ? o->kid.id : o->kid.ino) == s->reg.my_ipc_key &&
-	    (o->kid.id || !s->feat.ns_id))
+	if (nsreg_is_own(&s->reg, &o->kid))
 		return fcntl(s->reg.my_ipc_fd, F_DUPFD_CLOEXEC, 3);
 	fd = tgt_ns_reopen(&o->kid);
 
