@@ -159,6 +159,7 @@ struct sv_waiter {
 	struct sv_proc *proc; /* reference held */
 	struct sv_undo *un;   /* proc's undo entry for set when a sop has SEM_UNDO */
 	void *cookie;
+	uint64_t jid;		  /* the call's journal id (sv_park.jid); 0: none */
 	struct sv_budget *budget; /* charged for this waiter (reference held); NULL: none */
 	uint32_t budget_uid;	  /* ... to this uid */
 	int status;
@@ -199,6 +200,7 @@ struct sv_proc {
 	int32_t pid;
 	atomic_int refcount;
 	atomic_bool dead; /* exit has begun: no new entries, parked waiters are dropped */
+	uint64_t jkey;	  /* names it in the journal (sv_proc_set_jkey()); pid by default */
 };
 
 #define SV_SLOT_CHUNK  512
@@ -222,6 +224,7 @@ struct sv_ns {
 	atomic_int refcount;
 	atomic_int nwaiters;	  /* statistics */
 	struct sv_budget *budget; /* where its sets are charged (reference held); NULL: nowhere */
+	uint64_t jkey;		  /* names it in the journal (sv_ns_set_jkey()); 0 by default */
 };
 
 /* ---- ns.c ---- */
@@ -237,6 +240,10 @@ void sv_set_unlink(struct sv_ns *ns, struct sv_set *set);
  * tables' (set_alloc()'s rules for nsems); NULL when out of memory. Any lock or none.
  */
 struct sv_set *sv_set_new(struct sv_ns *ns, int32_t key, int nsems);
+/* sv_ns_set_limits() without its record: caller holds ids_lock. 0 or -ERANGE (semmni kept). */
+int sv_ns_store_limits(struct sv_ns *ns, const struct sv_limits *lim);
+/* Is key a set's key in ns? Caller holds ids_lock and is in RCU. */
+bool sv_ns_key_taken(struct sv_ns *ns, int32_t key);
 /* Free a set that never went into the tables. */
 void sv_set_discard(struct sv_set *set);
 /* For a restore (state.c): make sure index idx has its slot. 0 or -ENOMEM. Caller holds ids_lock. */
@@ -302,6 +309,39 @@ struct sv_undo *sv_undo_lookup(const struct sv_caller *c, int semid);
  * be. Caller holds the set lock (global) and is in RCU; set is not deleted, p has not exited.
  */
 void sv_undo_link(struct sv_proc *p, struct sv_set *set, struct sv_undo *un);
+/*
+ * A replay (journal.c), where nothing else runs: p's entry for set, made and charged as a
+ * restore if it has none (NULL: out of memory); and p's entry for set applied at exit, as
+ * sv_proc_exit() leaves it (without touching values: the records carry them).
+ */
+struct sv_undo *sv_undo_replay_entry(struct sv_proc *p, struct sv_set *set, uint32_t budget_uid);
+void sv_undo_replay_retire(struct sv_proc *p, struct sv_set *set);
+
+/* ---- journal.c ---- */
+extern const struct sv_journal *_Atomic sv_jnl_sink;
+/* Is a journal attached? Lets a hot path skip its notes at the cost of one load. */
+static inline bool sv_jnl_on(void)
+{
+	return atomic_load_explicit(&sv_jnl_sink, memory_order_relaxed) != NULL;
+}
+/*
+ * Notes of one change each, for the record of the locked section they are made in; each takes
+ * the values as they are now, so it follows the change. Caller holds the lock(s) covering what
+ * it notes: the semaphore's for sv_jnl_sem() and sv_jnl_adj(), the set lock in complex mode
+ * for the others, ids_lock as well for sv_jnl_new() and sv_jnl_rm().
+ */
+void sv_jnl_sem(struct sv_set *set, int num); /* semval and sempid of num */
+void sv_jnl_adj(struct sv_set *set, const struct sv_undo *un, int num); /* un->semadj[num] */
+void sv_jnl_clear_adj(struct sv_set *set, int num); /* every entry's semadj[num], -1: all, is 0 */
+void sv_jnl_perm(struct sv_set *set);		    /* uid, gid, mode */
+void sv_jnl_new(struct sv_set *set);		    /* has its id, not yet visible */
+void sv_jnl_rm(struct sv_set *set);
+void sv_jnl_undo_gone(struct sv_set *set, const struct sv_undo *un); /* applied at exit */
+void sv_jnl_done(struct sv_set *set, uint64_t jid, int64_t result);
+/* The section's record goes out: right before its lock is released (sv_sem_unlock() does). */
+void sv_jnl_flush(void);
+/* A record of its own for the namespace's limits and sem_next_id. Caller holds ids_lock. */
+void sv_jnl_limits(struct sv_ns *ns);
 
 /* The caller's memory, through its ops (plain memory when it has none): 0 or -EFAULT. */
 int sv_copy_in(const struct sv_caller *c, uint64_t addr, void *buf, size_t len);

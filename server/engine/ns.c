@@ -202,6 +202,23 @@ void sv_ns_limits(const struct sv_ns *ns, struct sv_limits *out)
  */
 int sv_ns_set_limits(struct sv_ns *ns, const struct sv_limits *lim)
 {
+	/*
+	 * Under ids_lock, as newary() reads them: a new set's record and the record of a change
+	 * of limits are then in the order the two saw each other (journal.c checks the one
+	 * against the other).
+	 */
+	int err;
+
+	xlock(&ns->ids_lock);
+	err = sv_ns_store_limits(ns, lim);
+	sv_jnl_limits(ns);
+	xunlock(&ns->ids_lock);
+	return err;
+}
+
+int sv_ns_store_limits(struct sv_ns *ns, const struct sv_limits *lim)
+{
+	xassert_held(&ns->ids_lock);
 	SV_SET_RELAXED(&ns->semmsl, lim->semmsl);
 	SV_SET_RELAXED(&ns->semmns, lim->semmns);
 	SV_SET_RELAXED(&ns->semopm, lim->semopm);
@@ -215,6 +232,7 @@ void sv_ns_set_next_id(struct sv_ns *ns, int id)
 {
 	xlock(&ns->ids_lock);
 	ns->next_id = id < 0 ? -1 : id;
+	sv_jnl_limits(ns);
 	xunlock(&ns->ids_lock);
 }
 
@@ -252,7 +270,14 @@ static struct sv_set *set_lookup_key(struct sv_ns *ns, int32_t key)
 	return node ? caa_container_of(node, struct sv_set, key_node) : NULL;
 }
 
+bool sv_ns_key_taken(struct sv_ns *ns, int32_t key)
+{
+	xassert_held(&ns->ids_lock);
+	return set_lookup_key(ns, key) != NULL;
+}
+
 /* SEM_STAT's lookup: by index alone (the kernel takes the id modulo 32768 and ignores seq). */
+
 static struct sv_set *set_lookup_index(struct sv_ns *ns, int idx)
 {
 	struct sv_set *_Atomic *chunk;
@@ -400,8 +425,11 @@ static void ids_link(struct sv_ns *ns, struct sv_set *set)
 		ns->max_idx = idx;
 }
 
-/* ipc_addid(): give set an id and make it visible. Caller holds ids_lock and is in RCU. */
-static int ids_add(struct sv_ns *ns, struct sv_set *set)
+/*
+ * ipc_addid(): give set an id and make it visible; the journal's record of it names the call jid
+ * as done. Caller holds ids_lock and is in RCU.
+ */
+static int ids_add(struct sv_ns *ns, struct sv_set *set, uint64_t jid)
 {
 	int limit = SV_RELAXED(&ns->semmni);
 	int idx, seq;
@@ -438,9 +466,15 @@ static int ids_add(struct sv_ns *ns, struct sv_set *set)
 			return -ENOSPC;
 	}
 
-	if (slot_publish(ns, idx, set))
+	if (!slot_chunk(ns, idx))
 		return -ENOMEM;
 	set->id = seq * SV_IPCMNI + idx;
+	/* into the journal before anyone can find it: by index (SEM_STAT), id or key */
+	sv_jnl_new(set);
+	sv_jnl_done(set, jid, set->id);
+	sv_jnl_flush();
+	if (slot_publish(ns, idx, set))
+		abort(); /* the chunk is there: cannot fail */
 	ids_link(ns, set);
 	return 0;
 }
@@ -559,7 +593,11 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 
 	xassert_held(&ns->ids_lock);
 	sv_rcu_assert_reader();
-	if (!nsems)
+	/*
+	 * semmsl again, now under the lock that orders changes of it: sv_semget() read it
+	 * before, and a change may have come in between (then the call is as if it came after).
+	 */
+	if (!nsems || nsems > SV_RELAXED(&ns->semmsl))
 		return -EINVAL;
 	if ((long long)ns->used_sems + nsems > SV_RELAXED(&ns->semmns))
 		return -ENOSPC;
@@ -581,7 +619,7 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 	/* Nobody can see the set before ids_add(): if the caller is gone, it never existed. */
 	err = sv_committing(c);
 	if (!err)
-		err = ids_add(ns, set);
+		err = ids_add(ns, set, c->jid);
 	if (err) {
 		if (ns->budget)
 			sv_budget_credit(ns->budget, c->cred->euid, nsems);

@@ -352,6 +352,8 @@ static void merge_queues(struct sv_set *set)
 void sv_sem_unlock(struct sv_set *set, int locknum)
 {
 	SV_DEBUG_YIELD(); /* others pile up on the lock held: contention, and mode switches */
+	if (sv_jnl_on())
+		sv_jnl_flush(); /* before anyone can see what the section changed */
 	if (locknum == SV_LOCK_GLOBAL) {
 		unmerge_queues(set);
 		complexmode_tryleave(set);
@@ -396,6 +398,17 @@ static bool covers(const struct sv_set *set, const struct sv_sembuf *sops, unsig
 #else
 #define covers(set, sops, nsops) ((void)(set), (void)(sops), (void)(nsops), true)
 #endif
+
+/* For the journal: what applying or undoing sops changed. Caller holds the locks covering sops. */
+static void note_sops(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops,
+		      const struct sv_undo *un)
+{
+	for (unsigned int i = 0; i < nsops; i++) {
+		sv_jnl_sem(set, sops[i].sem_num);
+		if ((sops[i].sem_flg & SV_SEM_UNDO) && un)
+			sv_jnl_adj(set, un, sops[i].sem_num);
+	}
+}
 
 /*
  * Apply sops in order, all or nothing. Returns 0 (applied), 1 (must wait: *blocking is the sop
@@ -445,6 +458,8 @@ static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops
 		sem->sempid = pid;
 		SV_COUNT(&sem->nops);
 	}
+	if (sv_jnl_on())
+		note_sops(set, sops, nsops, un);
 	return 0;
 
 would_block:
@@ -514,6 +529,7 @@ static void complete(struct sv_waiter *w, int status, struct sv_wakeq *wq)
 	w->status = status;
 	w->applied = status == 0;
 	w->state = SV_W_DONE;
+	sv_jnl_done(w->set, w->jid, status);
 	w->wq_next = NULL;
 	*wq->tail = w;
 	wq->tail = &w->wq_next;
@@ -719,6 +735,7 @@ void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq)
 	xassert_held(&ns->ids_lock);
 	SV_ASSERT(sv_set_locked_global(set));
 	sv_rcu_assert_reader();
+	sv_jnl_rm(set); /* first: removing it is what the section's record is about */
 	sv_undo_unlink_all(set);
 
 	cds_list_for_each_entry_safe(w, tmp, &set->pending_const, node) {
@@ -929,6 +946,7 @@ static long semtimedop(const struct sv_caller *c, int semid, uint64_t usops, uns
 	err =
 	    perform_atomic_semop(set, sops, nsops, un, c->proc ? c->proc->pid : 0, NULL, &blocking);
 	if (err == 0) {
+		sv_jnl_done(set, c->jid, 0);
 		if (alter)
 			sv_do_smart_update(set, sops, nsops, true, wq);
 		else
@@ -952,6 +970,7 @@ static long semtimedop(const struct sv_caller *c, int semid, uint64_t usops, uns
 		err = -ENOMEM;
 		goto out_unlock;
 	}
+	park->waiter->jid = park->jid;
 	enqueue(set, park->waiter);
 	park->timed = utimeout != 0;
 	park->timeout = ts;
@@ -1071,6 +1090,8 @@ static int unapply(struct sv_set *set, const struct sv_sembuf *sops, unsigned in
 			return -ERANGE;
 		}
 	}
+	if (sv_jnl_on())
+		note_sops(set, sops, n, undo_live ? un : NULL);
 	/*
 	 * Values that went back up may release decrements, values that went back down to zero
 	 * may release wait-for-zero: the inverse operation tells the wake-up pass where to look.
@@ -1109,7 +1130,9 @@ int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq)
 
 			if (sem->sempid == w->proc->pid)
 				sem->sempid = w->oldpid[i];
+			sv_jnl_sem(set, w->sops[i].sem_num);
 		}
+		sv_jnl_done(set, w->jid, SV_JNL_UNDONE);
 		w->applied = false;
 	}
 out:
@@ -1135,8 +1158,8 @@ int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf
 		un = sv_undo_lookup(c, semid);
 	SV_DEBUG_YIELD();
 	locknum = sv_sem_lock(set, sops, nsops);
-	if (!set->deleted)
-		ret = unapply(set, sops, nsops, un, wq);
+	if (!set->deleted && !(ret = unapply(set, sops, nsops, un, wq)))
+		sv_jnl_done(set, c->jid, SV_JNL_UNDONE);
 	sv_sem_unlock(set, locknum);
 out_rcu:
 	rcu_read_unlock();

@@ -147,12 +147,14 @@ struct sv_caller {
 	const struct sv_cred *cred;
 	struct sv_proc *proc; /* the calling thread group: owns SEM_UNDO state, gives sempid */
 	const struct sv_caller_ops *ops;
-	void *priv; /* for ops */
+	void *priv;   /* for ops */
+	uint64_t jid; /* names the call in the journal's records of what it did; 0: not named */
 };
 
 /* Parking: what sv_semtimedop() hands back with SV_PARKED. */
 struct sv_park {
 	void *cookie;		  /* in: kept in the waiter for the caller */
+	uint64_t jid;		  /* in: the call's journal id (sv_caller.jid) */
 	struct sv_waiter *waiter; /* out: the ticket */
 	bool timed;		  /* out: semtimedop gave a timeout ... */
 	struct timespec timeout;  /* ... of this length, counted from now */
@@ -388,6 +390,57 @@ int sv_proc_export(struct sv_proc *p, void **buf, size_t *len);
  * (malformed: nothing applied), -EPROTONOSUPPORT (newer version), -ENOMEM (nothing applied).
  */
 int sv_proc_import(struct sv_proc *p, const void *buf, size_t len);
+
+/* ---- the journal: state that survives a crash (journal.c) ---- */
+
+/*
+ * Where records go. append() gets one whole record, len bytes (a multiple of 8), whose first 8
+ * bytes are its header: it must make the record's bytes from 8 on durable before the header,
+ * so that a reader never finds a header without its record (the commit point). It is called
+ * with the locks that order the change held (any engine lock, ids_lock among them): it must
+ * not block for long, fail, or call into the engine.
+ */
+struct sv_journal {
+	void (*append)(void *ctx, const void *rec, size_t len);
+	void *ctx;
+};
+
+/*
+ * Start (j) or stop (NULL) describing every change to the engine's state in records. Call
+ * while no thread is in the engine: a change is in the journal exactly when it was made with
+ * it attached. j must stay valid until it is replaced.
+ */
+void sv_journal_attach(const struct sv_journal *j);
+/* What names a namespace and a process in records: stable across the processes that read it. */
+void sv_ns_set_jkey(struct sv_ns *ns, uint64_t key);
+void sv_proc_set_jkey(struct sv_proc *p, uint64_t key);
+
+/* sv_replay.call's result for a call whose change was taken back (sv_waiter_rollback()). */
+#define SV_JNL_UNDONE INT64_MIN
+
+/*
+ * Replaying records onto the state they were written against (a checkpoint taken with
+ * sv_ns_export() and sv_proc_export() at the journal's start, imported).
+ *   ns:   the namespace a key names, or NULL to skip records of a namespace no longer kept.
+ *   proc: the process a key names in ns (pid its pid), made if need be: its undo entries are
+ *         changed by the records. NULL: out of memory (the replay stops with -ENOMEM).
+ *   call: a call with this jid was done with this result (a set id for semget, 0 or -errno
+ *         for the others), or SV_JNL_UNDONE. May be NULL.
+ */
+struct sv_replay {
+	struct sv_ns *(*ns)(void *ctx, uint64_t key);
+	struct sv_proc *(*proc)(void *ctx, struct sv_ns *ns, uint64_t key, int32_t pid);
+	void (*call)(void *ctx, uint64_t jid, int64_t result);
+	void *ctx;
+};
+
+/*
+ * Apply the records in buf[0, len) in order, stopping at the first place with no record (a
+ * zero header: where the writer stopped). Returns the bytes used, or -EINVAL (a malformed
+ * record or one that does not fit the state: what came before it stays applied), or -ENOMEM.
+ * No parked waiter may exist in the namespaces touched. RCU-registered thread, outside RCU.
+ */
+long sv_journal_replay(const void *buf, size_t len, const struct sv_replay *r);
 
 /* ---- statistics and inspection (for the control socket) ---- */
 

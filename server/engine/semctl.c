@@ -208,6 +208,9 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 	sv_sems(set)[semnum].semval = val;
 	sv_sems(set)[semnum].sempid = c->proc ? c->proc->pid : 0;
 	SV_SET_RELAXED(&set->ctime, sv_now());
+	sv_jnl_clear_adj(set, semnum);
+	sv_jnl_sem(set, semnum);
+	sv_jnl_done(set, c->jid, 0);
 	sv_do_smart_update(set, NULL, 0, false, wq);
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 	rcu_read_unlock();
@@ -279,6 +282,12 @@ static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_
 		cds_list_for_each_entry(un, &set->undos, set_node)
 			memset(un->semadj, 0, (size_t)un->nsems * sizeof(un->semadj[0]));
 		SV_SET_RELAXED(&set->ctime, sv_now());
+		if (sv_jnl_on()) {
+			sv_jnl_clear_adj(set, -1);
+			for (int i = 0; i < nsems; i++)
+				sv_jnl_sem(set, i);
+			sv_jnl_done(set, c->jid, 0);
+		}
 		sv_do_smart_update(set, NULL, 0, false, wq);
 	}
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
@@ -386,6 +395,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 	}
 	if (cmd == SV_IPC_RMID) {
 		sv_freeary(ns, set, wq);
+		sv_jnl_done(set, c->jid, 0);
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
 		rcu_read_unlock();
 		xunlock(&ns->ids_lock);
@@ -407,6 +417,8 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 		SV_SET_RELAXED(&set->gid, gid);
 		SV_SET_RELAXED(&set->mode, ds->mode & 0777);
 		SV_SET_RELAXED(&set->ctime, sv_now());
+		sv_jnl_perm(set);
+		sv_jnl_done(set, c->jid, 0);
 	}
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 out:

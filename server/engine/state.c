@@ -514,7 +514,7 @@ int sv_ns_import(struct sv_ns *ns, const void *buf, size_t len)
 		ns->last_idx = rec.last_idx;
 		ns->idr_next = rec.idr_next;
 		ns->next_id = rec.next_id;
-		if (sv_ns_set_limits(ns, &rec.lim))
+		if (sv_ns_store_limits(ns, &rec.lim))
 			abort(); /* semmni was checked */
 	}
 	rcu_read_unlock();

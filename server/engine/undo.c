@@ -40,6 +40,7 @@ struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid)
 	sv_ns_get(ns);
 	p->ns = ns;
 	p->pid = pid;
+	p->jkey = (uint64_t)(uint32_t)pid;
 	p->refcount = 1;
 	return p;
 }
@@ -228,6 +229,63 @@ static struct sv_undo *first_live(struct sv_proc *p)
 	return NULL;
 }
 
+/*
+ * An entry applied at exit leaves its set's list; it stays on the process's until the process
+ * is freed. Caller holds the set lock (complex mode) and p->lock.
+ */
+static void retire(struct sv_set *set, struct sv_undo *un)
+{
+	SV_ASSERT(sv_set_locked_global(set));
+	cds_list_del(&un->set_node);
+	atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
+	if (set->ns->budget)
+		sv_budget_credit_undo(set->ns->budget, un->budget_uid, un->nsems);
+	un->semid = -1;
+}
+
+struct sv_undo *sv_undo_replay_entry(struct sv_proc *p, struct sv_set *set, uint32_t budget_uid)
+{
+	struct sv_budget *b = set->ns->budget;
+	struct sv_undo *un;
+
+	xlock(&p->lock);
+	un = lookup_undo(p, set->id);
+	xunlock(&p->lock);
+	if (un)
+		return un;
+	un = calloc(1, sizeof(*un) + (size_t)set->nsems * sizeof(un->semadj[0]));
+	if (!un)
+		return NULL;
+	if (b && sv_budget_charge_undo_restore(b, budget_uid, set->nsems)) {
+		free(un);
+		return NULL;
+	}
+	un->semid = set->id;
+	un->nsems = set->nsems;
+	un->budget_uid = budget_uid;
+	rcu_read_lock();
+	sv_sem_lock(set, NULL, 0);
+	sv_undo_link(p, set, un);
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	rcu_read_unlock();
+	return un;
+}
+
+void sv_undo_replay_retire(struct sv_proc *p, struct sv_set *set)
+{
+	struct sv_undo *un;
+
+	rcu_read_lock();
+	sv_sem_lock(set, NULL, 0);
+	xlock(&p->lock);
+	un = lookup_undo(p, set->id);
+	if (un)
+		retire(set, un);
+	xunlock(&p->lock);
+	sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	rcu_read_unlock();
+}
+
 void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 {
 	struct sv_undo *un;
@@ -269,13 +327,8 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 		}
 		xlock(&p->lock);
 		un = lookup_undo(p, semid);
-		if (un) {
-			cds_list_del(&un->set_node);
-			atomic_fetch_sub_explicit(&live_entries, 1, memory_order_relaxed);
-			if (set->ns->budget)
-				sv_budget_credit_undo(set->ns->budget, un->budget_uid, un->nsems);
-			un->semid = -1;
-		}
+		if (un)
+			retire(set, un);
 		xunlock(&p->lock);
 		if (!un) {
 			/* removed, and a new set took the same id: nothing to do for it */
@@ -296,7 +349,9 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 			if (sem->semval > SV_SEMVMX)
 				sem->semval = SV_SEMVMX;
 			sem->sempid = p->pid;
+			sv_jnl_sem(set, i);
 		}
+		sv_jnl_undo_gone(set, un);
 		sv_do_smart_update(set, NULL, 0, true, wq);
 		sv_sem_unlock(set, SV_LOCK_GLOBAL);
 		rcu_read_unlock();
