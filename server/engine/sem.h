@@ -283,6 +283,7 @@ void sv_release_memory(void);
 /* A thread group in ns. pid (its tgid as the supervisor sees it) is what sempid records. */
 struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid);
 void sv_proc_get(struct sv_proc *p);
+struct sv_ns *sv_proc_ns(const struct sv_proc *p);
 void sv_proc_put(struct sv_proc *p);
 /*
  * The process has exited (or left the namespace): apply its semadj values as the kernel's

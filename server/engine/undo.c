@@ -29,6 +29,11 @@ long sv_undo_entries(void)
 	return atomic_load_explicit(&live_entries, memory_order_relaxed);
 }
 
+struct sv_ns *sv_proc_ns(const struct sv_proc *p)
+{
+	return p->ns;
+}
+
 struct sv_proc *sv_proc_new(struct sv_ns *ns, int32_t pid)
 {
 	struct sv_proc *p = calloc(1, sizeof(*p));

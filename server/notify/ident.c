@@ -76,8 +76,10 @@ struct sv_proc *ident_svp(struct nt_ident *id, struct sv_wakeq *wq)
 		old_ns = p->svp_ns;
 		p->svp = sv_proc_new(id->ns->ns, p->tgid);
 		p->svp_ns = p->svp ? id->ns : NULL;
-		if (p->svp)
+		if (p->svp) {
+			sv_proc_set_jkey(p->svp, p->ino);
 			nt_ns_get(id->ns);
+		}
 	}
 	svp = p->svp;
 	if (svp)

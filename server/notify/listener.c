@@ -4,7 +4,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <linux/kcmp.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -29,6 +31,23 @@ void nt_listener_put(struct nt_listener *l)
 	if (l->fixed_ns)
 		nt_ns_put(l->fixed_ns);
 	free(l);
+}
+
+bool nt_super_has_listener(struct nt_super *s, int fd)
+{
+	struct nt_listener *l;
+	pid_t me = getpid();
+	bool found = false;
+
+	xlock(&s->lock);
+	cds_list_for_each_entry(l, &s->listeners, node) {
+		if (!l->gone && syscall(SYS_kcmp, me, me, KCMP_FILE, fd, l->src.fd) == 0) {
+			found = true;
+			break;
+		}
+	}
+	xunlock(&s->lock);
+	return found;
 }
 
 int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_opts *opts)

@@ -111,6 +111,11 @@ void nt_super_free(struct nt_super *s);
 
 void nt_super_stats(struct nt_super *s, struct nt_stats *out);
 int nt_super_nlisteners(struct nt_super *s);
+/*
+ * Is fd a copy of a listener served already (the same open file)? A client whose handover was
+ * cut short by a crash hands it again, and the store may have brought it back already.
+ */
+bool nt_super_has_listener(struct nt_super *s, int fd);
 /* The engine namespaces in use (for the control socket), with the names of the pod whose
    containers were served in it first (for a namespace not named). fn returns non-zero to
    stop. */
@@ -173,6 +178,39 @@ int nt_super_save(struct nt_super *s, void **buf, size_t *len);
  */
 void nt_super_drop_listeners(struct nt_super *s);
 int nt_super_restore(struct nt_super *s, const void *buf, size_t len, char *err, size_t errlen);
+
+/*
+ * Crash safety (recover.c, durable.h). With a memfd the process's death does not take (the fd
+ * store keeps it), a kill -9 at any instant loses no set, value, semadj, waiter or call:
+ *  - nt_super_journal_open(): the memfd (fd -1: a new one; else the one a previous process
+ *    left, its calls kept for nt_super_recover() if after_crash), before anything is restored
+ *    or served. 0, -EINVAL / -EPROTONOSUPPORT (not one, or a newer build's), -ENOTSUP (this
+ *    kernel's notifications do not fit), -ENOMEM.
+ *  - nt_super_recover(): after a crash, in place of nt_super_restore(): the state the memfd
+ *    holds (its checkpoint, then its journal), then every call received and not answered:
+ *    answered with the result it had if it was done, served again if not. 0, or as
+ *    nt_super_restore() (err says why), and then nothing is applied.
+ *  - nt_super_journal_start(): checkpoint the state as it is and journal every change from
+ *    here on; before nt_super_start(). 0 or -errno.
+ *  - nt_super_journal_stop(): before nt_super_save() at a planned stop, or the end: nothing
+ *    more goes into the memfd. nt_super_journal_fd() is the memfd, -1 without one.
+ * One journaling supervisor per process (the engine's journal is the process's). From a thread
+ * registered with sv_thread_register().
+ */
+int nt_super_journal_open(struct nt_super *s, int fd, bool after_crash);
+int nt_super_recover(struct nt_super *s, char *err, size_t errlen);
+int nt_super_journal_start(struct nt_super *s);
+void nt_super_journal_stop(struct nt_super *s);
+int nt_super_journal_fd(const struct nt_super *s);
+/*
+ * The journal grows with every change until the next checkpoint: nt_super_journal_size() is
+ * its size now, and nt_super_checkpoint() starts it anew from a checkpoint of the state as it
+ * is, the workers stopped meanwhile (what they were doing is finished first, parked calls stay
+ * parked). From the thread that started the supervisor, between its other calls into it.
+ * 0, or -errno (the workers are serving again either way).
+ */
+size_t nt_super_journal_size(const struct nt_super *s);
+int nt_super_checkpoint(struct nt_super *s);
 
 /* Human-readable summary (semvisor-run --stats). */
 void nt_stats_print(const struct nt_stats *st, FILE *f);

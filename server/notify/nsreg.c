@@ -175,6 +175,7 @@ static struct nt_ns *ns_new(struct nsreg *r, const struct tgt_nsid *kid, const c
 		nt_ns_put(n);
 		return NULL;
 	}
+	sv_ns_set_jkey(n->ns, nsreg_jkey(n));
 	if (name)
 		return n;
 	/*
@@ -226,6 +227,8 @@ static struct nt_ns *list_or_take(struct nsreg *r, struct nt_ns *n, struct nt_ns
 	n->nthreads += enter;
 	n->listed = true;
 	cds_list_add_tail(&n->node, &r->namespaces);
+	if (r->listed)
+		r->listed(r->listed_ctx, n);
 	return n;
 }
 
@@ -267,6 +270,17 @@ struct nt_ns *nsreg_ipc(struct nsreg *r, int nsfd, struct nt_ns *hint)
 	if (drop)
 		nt_ns_put(drop);
 	return n;
+}
+
+uint64_t nsreg_jkey(const struct nt_ns *n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (n->kid.ino)
+		return key_of(&n->kid) & ~(1ULL << 63);
+	for (const char *c = n->name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	return h | 1ULL << 63;
 }
 
 bool nsreg_is_own(const struct nsreg *r, const struct tgt_nsid *kid)

@@ -116,7 +116,19 @@ struct nsreg {
 	atomic_uint_fast64_t ended; /* namespaces found dead and ended */
 	struct sv_budget *budget;   /* every namespace's sets are charged there; NULL: nowhere */
 	struct nt_ns *full;	    /* with a budget: serves the namespaces it refuses */
+	/*
+	 * Told of every namespace as it gets listed, under r->lock, before any call is served in
+	 * it (recover.c journals what finds it again); NULL: nobody.
+	 */
+	void (*listed)(void *ctx, const struct nt_ns *n);
+	void *listed_ctx;
 };
+
+/*
+ * What names n in the journal (sv_ns_set_jkey()): the kernel's id of the namespace (never
+ * reused while the system runs), its inode without ids, a hash of the name of a named one.
+ */
+uint64_t nsreg_jkey(const struct nt_ns *n);
 
 /*
  * lim NULL: every IPC namespace's own limits (/proc/sys/kernel/sem), as natively. budget (may be

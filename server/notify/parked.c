@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lock/xpthread.h"
+#include "notify/durable.h"
 #include "notify/listener.h"
 #include "notify/parked.h"
 #include "notify/records.h"
@@ -15,6 +16,7 @@
 #include "notify/super.h"
 #include "util/debug.h"
 #include "util/fault.h"
+#include "util/killpoint.h"
 
 #define SWEEP_BATCH 512 /* parked callers checked per sweep tick, at most */
 /*
@@ -30,6 +32,8 @@ static void nt_req_put(struct nt_req *r)
 {
 	if (atomic_fetch_sub_explicit(&r->refcount, 1, memory_order_acq_rel) != 1)
 		return;
+	if (r->slot >= 0)
+		dur_slot_put(r->l->super->dur, r->slot); /* answered, or its caller gone */
 	nt_thread_put(r->thr);
 	nt_listener_put(r->l);
 	if (r->ns)
@@ -272,6 +276,7 @@ unsigned int nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 			thr->parked = NULL;
 		adopted = r->adopted;
 		req_detach(s, r);
+		sv_kp(SV_KP_COMMITTED);
 
 		if (adopted) {
 			/* the caller's restart took this result (serve.c) */

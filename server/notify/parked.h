@@ -55,6 +55,7 @@ struct nt_req {
 	int64_t parked_ns;
 	int64_t deadline_ns;		  /* 0: no timeout */
 	int heap_idx;			  /* in s->timers, or -1; under s->timers_lock */
+	int slot;			  /* its slot in s->dur (freed with it), or -1 */
 	struct cds_list_head parked_node; /* s->parked, under s->parked_lock */
 };
 

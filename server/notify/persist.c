@@ -47,6 +47,7 @@
 #include "notify/notify.h"
 #include "notify/parked.h"
 #include "notify/records.h"
+#include "notify/recover.h"
 #include "notify/serve.h"
 #include "notify/stats.h"
 #include "notify/super.h"
@@ -678,8 +679,12 @@ static int restore_namespaces(struct nt_super *s, struct restore *rs, char *err,
 	return 0;
 }
 
-/* caller is RCU-registered */
-static void restore_procs(struct nt_super *s, struct restore *rs, struct sv_wakeq *wq)
+/*
+ * caller is RCU-registered. gone (may be NULL) takes the processes that exited meanwhile, with
+ * their entries, instead of their exits applying them now (recover.c applies them later).
+ */
+static void restore_procs(struct nt_super *s, struct restore *rs, struct sv_wakeq *wq,
+			  struct persist_gone *gone)
 {
 	for (int i = 0; i < rs->nprocs; i++) {
 		struct r_proc *o = &rs->procs[i];
@@ -701,6 +706,7 @@ static void restore_procs(struct nt_super *s, struct restore *rs, struct sv_wake
 		if (p && !fstat(p->src.fd, &st) && (uint64_t)st.st_ino == o->ino) {
 			xlock(&p->lock);
 			if (!p->svp && (p->svp = sv_proc_new(n->ns, o->tgid))) {
+				sv_proc_set_jkey(p->svp, o->ino);
 				p->svp_ns = n;
 				nt_ns_get(n);
 				if (sv_proc_import(p->svp, o->blob, o->bloblen))
@@ -717,14 +723,16 @@ static void restore_procs(struct nt_super *s, struct restore *rs, struct sv_wake
 			nt_process_put(p);
 		/* it exited while no supervisor ran: its exit applies them now */
 		if ((svp = sv_proc_new(n->ns, o->tgid))) {
-			if (!sv_proc_import(svp, o->blob, o->bloblen))
+			sv_proc_set_jkey(svp, o->ino);
+			if (!sv_proc_import(svp, o->blob, o->bloblen) &&
+			    !(gone && gone->fn(gone, svp, o->ino)))
 				sv_proc_exit(svp, wq);
 			sv_proc_put(svp);
 		}
 	}
 }
 
-static struct nt_listener *listener_by_key(struct nt_super *s, uint64_t key)
+struct nt_listener *persist_listener(struct nt_super *s, uint64_t key)
 {
 	struct nt_listener *l, *found = NULL;
 
@@ -743,7 +751,7 @@ static struct nt_listener *listener_by_key(struct nt_super *s, uint64_t key)
 static void restore_listeners(struct nt_super *s, const struct restore *rs)
 {
 	for (int i = 0; i < rs->nls; i++) {
-		struct nt_listener *l = listener_by_key(s, rs->ls[i].key);
+		struct nt_listener *l = persist_listener(s, rs->ls[i].key);
 
 		if (!l)
 			continue;
@@ -755,6 +763,12 @@ static void restore_listeners(struct nt_super *s, const struct restore *rs)
 }
 
 int nt_super_restore(struct nt_super *s, const void *buf, size_t len, char *err, size_t errlen)
+{
+	return persist_restore(s, buf, len, true, NULL, err, errlen);
+}
+
+int persist_restore(struct nt_super *s, const void *buf, size_t len, bool parked_too,
+		    struct persist_gone *gone, char *err, size_t errlen)
 {
 	struct restore rs;
 	struct nt_worker *wk = &s->workers[0];
@@ -775,12 +789,12 @@ int nt_super_restore(struct nt_super *s, const void *buf, size_t len, char *err,
 			if (rs.ns[i].n)
 				sv_ns_shutdown(rs.ns[i].n->ns, &wq);
 	} else {
-		restore_procs(s, &rs, &wq);
+		restore_procs(s, &rs, &wq, gone);
 		restore_listeners(s, &rs);
 		nt_deliver(wk, &wq);
 		parked = wk->stats.parked;
-		for (int i = 0; i < rs.nparked; i++) {
-			struct nt_listener *l = listener_by_key(s, rs.parked[i].key);
+		for (int i = 0; parked_too && i < rs.nparked; i++) {
+			struct nt_listener *l = persist_listener(s, rs.parked[i].key);
 
 			/* a listener not handed back cannot be answered through anyway */
 			if (!l)

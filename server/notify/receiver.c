@@ -52,23 +52,29 @@
 
 #include "notify/listener.h"
 #include "notify/receiver.h"
+#include "notify/recover.h"
 #include "notify/serve.h"
 #include "notify/stats.h"
 #include "notify/super.h"
 #include "util/debug.h"
+#include "util/killpoint.h"
 
 int nt_receive(struct nt_worker *wk, struct nt_listener *l, bool rearm)
 {
-	int rc = l->tp->recv(l, wk->notif, wk->notif_size);
+	struct seccomp_notif *n = nt_slot_arm(wk, l);
+	int rc = l->tp->recv(l, n, wk->notif_size);
 
-	if (rc == 0)
+	if (rc == 0) {
+		nt_slot_received(wk, nt_now_ns());
 		atomic_fetch_add_explicit(&l->calls, 1, memory_order_relaxed);
+		sv_kp(SV_KP_RECEIVED);
+	}
 	/* Once re-armed, @l may hang up and go while we serve; the request keeps it. */
 	nt_listener_get(l);
 	if (rearm)
 		nt_rearm(wk->super, &l->src);
 	if (rc == 0)
-		nt_serve(wk, l, wk->notif);
+		nt_serve(wk, l, n);
 	nt_listener_put(l);
 	return rc;
 }
@@ -201,12 +207,23 @@ static void *receiver_main(void *arg)
 			check = true;
 		}
 	}
-	/* Stopping: nothing is re-armed any more, the references go. */
-	if (r->hot)
-		nt_listener_put(r->hot);
+	/*
+	 * Stopping: nothing is re-armed any more, the references go; unless the workers only
+	 * pause (a checkpoint, recover.c), and then the main set serves them until we are back.
+	 */
 	l = atomic_exchange_explicit(&r->offer, NULL, memory_order_acquire);
-	if (l)
-		nt_listener_put(l);
+	if (s->pausing) {
+		if (r->hot)
+			receiver_hand_back(s, r->hot);
+		if (l)
+			receiver_hand_back(s, l);
+	} else {
+		if (r->hot)
+			nt_listener_put(r->hot);
+		if (l)
+			nt_listener_put(l);
+	}
+	r->hot = NULL;
 	atomic_store_explicit(&r->done, true, memory_order_release);
 	sv_thread_unregister();
 	return NULL;
@@ -221,6 +238,7 @@ int nt_receiver_start(struct nt_super *s)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(KICK_SIG, &sa, NULL))
 		return -errno;
+	atomic_store(&s->rcv->done, false); /* a start after a pause (nt_super_checkpoint()) */
 	err = pthread_create(&s->rcv->wk.thread, NULL, receiver_main, s->rcv);
 	if (err)
 		return -err;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lock/xpthread.h"
@@ -119,6 +120,11 @@ struct nt_process *nt_process_get(struct nt_super *s, int32_t tgid, int *err)
 	xmutex_init(&p->lock);
 	/* A thread-group pidfd turns readable only once the whole group has exited. */
 	p->src = (struct nt_src){ SRC_PROCESS, tgt_pidfd_open(tgid, false) };
+	if (p->src.fd >= 0) {
+		struct stat st;
+
+		p->ino = fstat(p->src.fd, &st) ? 0 : (uint64_t)st.st_ino;
+	}
 	if (p->src.fd < 0) {
 		*err = p->src.fd;
 		xmutex_destroy(&p->lock);

@@ -47,6 +47,7 @@ struct nt_process {
 	struct nt_super *super;
 	atomic_int refcount; /* the table's, one per thread record, one per user */
 	int32_t tgid;
+	uint64_t ino;	      /* its pidfd's inode: names it in the journal (pidfs: never reused) */
 	pthread_mutex_t lock; /* svp, svp_ns, threads, exited */
 	struct sv_proc *svp;
 	struct nt_ns *svp_ns;	      /* a reference while svp is set */

@@ -33,11 +33,13 @@
 #include "notify/listener.h"
 #include "notify/parked.h"
 #include "notify/procview.h"
+#include "notify/recover.h"
 #include "notify/serve.h"
 #include "notify/stats.h"
 #include "notify/super.h"
 #include "util/debug.h"
 #include "util/fault.h"
+#include "util/killpoint.h"
 
 #define X32_BIT	      0x40000000
 #define NR_OPEN	      2 /* x86_64 and x32 */
@@ -487,8 +489,10 @@ static long call_semop(struct nt_worker *wk, struct call_ctx *cx, const struct s
 	memcpy(req->args, args, sizeof(req->args));
 	req->received_ns = t0;
 	req->heap_idx = -1;
+	req->slot = -1;
 	CDS_INIT_LIST_HEAD(&req->parked_node);
 	park->cookie = req;
+	park->jid = wk->jid;
 	/* more sops than we knew allowed: maybe the namespace's SEMOPM changed */
 	sv_ns_limits(cx->id.ns->ns, &lim);
 	if ((unsigned int)args[2] > (unsigned int)lim.semopm)
@@ -553,6 +557,12 @@ static bool park_call(struct nt_worker *wk, struct call_ctx *cx, const struct se
 		*val = -ENOMEM; /* no memory for the timer: the call was taken back */
 		return false;
 	}
+	/*
+	 * Its notification stays in its slot, where a crash cannot lose it, until it is
+	 * answered. Nobody ends the call before we let go of thr->lock.
+	 */
+	req->slot = wk->slot;
+	wk->slot = -1;
 	NT_ADD(&wk->stats, parked, 1);
 	return true;
 }
@@ -576,6 +586,7 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 		/* it waits after all: it must hear something, and nothing was done */
 		val = -ENOMEM;
 	}
+	sv_kp(SV_KP_COMMITTED);
 	rc = nt_answer(cx->l, n->id, val, 0);
 	if (rc == 0) {
 		nt_count_answer(&wk->stats, val);
@@ -674,6 +685,7 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 	cx.c.cred = &cx.id.cred;
 	cx.c.ops = &caller_ops;
 	cx.c.priv = &cx;
+	cx.c.jid = wk->jid;
 	cx.c.proc = ident_svp(&cx.id, &wq);
 	switch (nr) {
 	case NR_SEMGET:
@@ -815,7 +827,12 @@ run_on:
 
 void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n)
 {
-	int64_t t0 = nt_now_ns();
+	nt_serve_from(wk, l, n, nt_now_ns());
+}
+
+void nt_serve_from(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
+		   int64_t t0)
+{
 	int nr = n->data.nr;
 
 	if (n->data.arch == AUDIT_ARCH_X86_64) {
@@ -858,12 +875,17 @@ void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_
 
 void nt_serve_again(struct nt_worker *wk, struct nt_listener *l, const struct nt_again *a)
 {
-	struct seccomp_notif n = {
-		.id = a->id,
-		.pid = (uint32_t)a->tid,
-		.data = { .nr = a->nr, .arch = AUDIT_ARCH_X86_64 },
-	};
+	struct seccomp_notif *n = nt_slot_arm(wk, l), own;
 
-	memcpy(n.data.args, a->args, sizeof(n.data.args));
-	serve_sem(wk, l, &n, a->nr, a->received_ns, a);
+	/* in a slot, as if just received, so that a crash from here on cannot lose it */
+	if (n == wk->notif)
+		n = &own;
+	memset(n, 0, sizeof(*n));
+	n->id = a->id;
+	n->pid = (uint32_t)a->tid;
+	n->data.nr = a->nr;
+	n->data.arch = AUDIT_ARCH_X86_64;
+	memcpy(n->data.args, a->args, sizeof(n->data.args));
+	nt_slot_received(wk, a->received_ns);
+	serve_sem(wk, l, n, a->nr, a->received_ns, a);
 }

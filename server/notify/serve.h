@@ -21,6 +21,9 @@ struct nt_listener;
 
 /* Serve call n, received through l. The caller holds a reference to l. */
 void nt_serve(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n);
+/* The same for a call received at t0 (CLOCK_MONOTONIC ns): its timeout counts from there. */
+void nt_serve_from(struct nt_worker *wk, struct nt_listener *l, const struct seccomp_notif *n,
+		   int64_t t0);
 
 /*
  * A semop that a previous supervisor process parked, still unanswered in the kernel (its

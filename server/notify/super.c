@@ -41,6 +41,7 @@
 
 #include "lock/xpthread.h"
 #include "notify/exits.h"
+#include "notify/durable.h"
 #include "notify/listener.h"
 #include "notify/parked.h"
 #include "notify/receiver.h"
@@ -224,6 +225,7 @@ static void *worker_main(void *arg)
 static bool worker_init(struct nt_worker *wk, struct nt_super *s, size_t notif_size)
 {
 	wk->super = s;
+	wk->slot = -1;
 	wk->notif_size = notif_size;
 	wk->notif = calloc(1, notif_size);
 	return wk->notif != NULL;
@@ -405,6 +407,9 @@ void nt_super_free(struct nt_super *s)
 
 	if (!s)
 		return;
+	/* what is torn down from here on did not happen to the programs served */
+	sv_journal_attach(NULL);
+	s->journaling = false;
 	/* Workers have stopped: nobody else touches the tables. */
 	cds_list_for_each_entry_safe(l, lt, &s->listeners, node) {
 		cds_list_del(&l->node);
@@ -430,4 +435,5 @@ void nt_super_free(struct nt_super *s)
 		free(s->bulk);
 	}
 	free(s->timers);
+	dur_close(s->dur);
 }

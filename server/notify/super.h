@@ -4,6 +4,7 @@
  *
  * Files, each calling only those listed after it:
  *   super.c      the workers' loop, the lanes, the supervisor's life (new, start, stop, free)
+ *   recover.c    crash safety: the journal's checkpoints, recovery after a crash
  *   persist.c    the state one supervisor process hands the next (restarts)
  *   admin.c      control-plane questions and orders (notify.h)
  *   receiver.c   the receiver thread beside a lone worker
@@ -16,6 +17,7 @@
  *   transport.c  receiving and answering calls, and the callers' memory
  *   events.c     the epoll sets
  *   stats.c      counters and --trace
+ *   durable.c    the memfd a crash leaves behind: calls' slots, checkpoint, journal
  *   nsreg.c, target.c, filter.c   namespaces, facts read about a thread, the filter
  *
  * Locks, outermost first; a lock is only ever taken inside those to its left:
@@ -26,6 +28,8 @@
  *                  proc->lock inside it.
  *   s->lock (listeners), the ghost lock (exits.c), s->timers_lock, s->parked_lock,
  *                  s->bulk_lock: nothing inside them.
+ *   The durable memfd's locks (durable.c) are leaves, taken under any of the above: the
+ *   journal's append runs under engine locks, a slot's release under a thread's lock.
  * Workers hold no lock while they wait, except a thread's own lock while one of its calls is
  * decided and answered (its notification is pending, so nobody else needs the lock but a
  * deliverer, canceller or timer of that thread's parked call, and its own next call, which
@@ -52,6 +56,7 @@
 #include "notify/nsreg.h"
 #include "notify/target.h"
 
+struct dur;
 struct nt_req;
 struct nt_receiver;
 
@@ -60,8 +65,10 @@ struct nt_worker {
 	struct nt_super *super;
 	pthread_t thread;
 	struct nt_stats stats;
-	struct seccomp_notif *notif;
+	struct seccomp_notif *notif; /* where calls are received without a slot */
 	size_t notif_size;
+	int slot;	      /* its slot in s->dur for the next call, -1: none yet (durable.h) */
+	uint64_t jid;	      /* the journal id of the call being served; 0: none */
 	struct nt_req *spare; /* for the next semop: only a call that waits keeps one */
 };
 
@@ -96,6 +103,10 @@ struct nt_super {
 	pthread_mutex_t lock; /* listeners */
 	struct cds_list_head listeners;
 	int nlisteners;
+
+	struct dur *dur; /* crash safety (recover.c); NULL: none */
+	bool journaling; /* the engine's journal goes to dur */
+	bool pausing;	 /* the workers stop to start again (a checkpoint): nothing is dropped */
 
 	struct tgt_features feat; /* what this kernel offers (ident.h) */
 	struct nsreg reg;	  /* namespaces */
