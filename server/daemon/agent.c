@@ -202,6 +202,13 @@ static void *receive(void *arg)
 		close(listener);
 		goto out;
 	}
+	/* its handover cut short by a crash: the store gave it back to us already */
+	if (nt_super_has_listener(d->super, listener)) {
+		dlog(d, "agent: %s: handed over again; served already", name);
+		close(listener);
+		send(c->fd, &ok, 1, MSG_NOSIGNAL);
+		goto out;
+	}
 	/* in the fd store before it is served: from then on no stop of ours can cut it off */
 	lo.key = atomic_fetch_add(&d->next_key, 1) + 1;
 	fdstore_listener(d, listener, &lo);

@@ -18,6 +18,7 @@ void cfg_defaults(struct cfg *c)
 	c->metrics_timeout_ms = 10000;
 	c->ns_policy = CFG_NS_PER_IPC;
 	c->max_clients = 4096;
+	c->checkpoint_bytes = 64L << 20;
 	c->budget = (struct sv_budget_limits){
 		.sems = CFG_MAX_SEMAPHORES,
 		.sems_per_uid = CFG_MAX_SEMAPHORES_PER_UID,
@@ -176,6 +177,12 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 			return 0;
 		}
 		snprintf(err, errlen, "max_clients wants a positive number");
+	} else if (!strcmp(key, "checkpoint_bytes")) {
+		if (!parse_int(v, 4096, 1L << 34, &n)) {
+			c->checkpoint_bytes = n;
+			return 0;
+		}
+		snprintf(err, errlen, "checkpoint_bytes wants a number from 4096 to %ld", 1L << 34);
 	} else if (budget) {
 		if (!parse_int(v, 0, 1L << 40, &n)) {
 			*budget = n;

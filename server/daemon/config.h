@@ -36,8 +36,9 @@ struct cfg {
 	bool have_limits;
 	struct sv_limits limits;
 	enum cfg_ns_policy ns_policy;
-	bool trace;	 /* one line per served call on stderr (the journal) */
-	int max_clients; /* listeners served at once */
+	bool trace;	       /* one line per served call on stderr (the journal) */
+	int max_clients;       /* listeners served at once */
+	long checkpoint_bytes; /* the journal's size that makes a checkpoint (recover.c) */
 	/*
 	 * semaphores, sets, undo entries, waiters and namespaces across every namespace, in all
 	 * and per uid (sem.h says which uid); 0: no bound

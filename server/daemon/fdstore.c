@@ -16,9 +16,12 @@
  * A state that cannot be applied is refused with a log line and kept aside in a file next to
  * the agent socket, never half-applied.
  *
- * A crash leaves the listeners in the store but no state: what their programs had parked is
- * known to nobody. Those listeners are cut off at the next start (their calls fail with
- * ENOSYS, as at a stop without a store) rather than left to wait for ever.
+ * A crash leaves no state, but the journal (notify.h, recover.c): a memfd stored as "journal"
+ * when the first process starts, with a checkpoint, every change since and every call not yet
+ * answered. The next start recovers from it; a state, when there is one, is newer (the
+ * journal stops before the state is written). Listeners taken over with neither, or with a
+ * journal that cannot be read, are cut off (their calls fail with ENOSYS, as at a stop without
+ * a store) rather than left to wait for ever.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +37,8 @@
 
 #include "daemon/daemon.h"
 
-#define STATE_NAME "state"
+#define STATE_NAME   "state"
+#define JOURNAL_NAME "journal"
 
 bool fdstore_enabled(void)
 {
@@ -164,8 +168,8 @@ static bool take_state(struct daemon *d, int fd)
 }
 
 /*
- * Listeners taken over without a state (after a crash, or a state refused): the calls they
- * had parked are known to nobody and would wait for ever. Cut off, as at a stop without a
+ * Listeners taken over without a state or a journal to serve them with (or with one refused):
+ * the calls they had parked are known to nobody and would wait for ever. Cut off, as at a stop without a
  * store, their programs' calls fail with ENOSYS instead.
  */
 static void cut_off(struct daemon *d, char **names, int n, int listeners)
@@ -182,10 +186,55 @@ static void cut_off(struct daemon *d, char **names, int n, int listeners)
 	     listeners);
 }
 
+/*
+ * The memfd that makes a crash lose nothing (notify.h): the stored one (journal >= 0), else a
+ * new one, stored at once. A stored one that cannot be read is replaced: crashes before it
+ * would be lost, not the ones after. false when there is none to use.
+ */
+static bool open_journal(struct daemon *d, int journal, bool after_crash)
+{
+	int rc = journal >= 0 ? nt_super_journal_open(d->super, journal, after_crash) : -ENOENT;
+
+	if (rc && journal >= 0) {
+		dlog(d, "journal: %s; starting a new one", strerror(-rc));
+		sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=" JOURNAL_NAME);
+	}
+	if (rc) {
+		int fd;
+
+		if ((rc = nt_super_journal_open(d->super, -1, false))) {
+			dlog(d, "journal: %s: a crash would lose the state", strerror(-rc));
+			return false;
+		}
+		fd = nt_super_journal_fd(d->super);
+		rc = sd_pid_notify_with_fds(0, 0, "FDSTORE=1\nFDNAME=" JOURNAL_NAME "\nFDPOLL=0",
+					    &fd, 1);
+		if (rc <= 0)
+			dlog(d, "journal: cannot store it: %s (a crash would lose the state)",
+			     rc ? strerror(-rc) : "no service manager");
+		return false; /* nothing in a new one to recover from */
+	}
+	return true;
+}
+
+/* After a crash: the state the journal holds. true if it was taken over. */
+static bool recover(struct daemon *d)
+{
+	char err[256];
+	int rc = nt_super_recover(d->super, err, sizeof(err));
+
+	if (rc)
+		dlog(d, "journal refused (%s): starting without it", err);
+	else
+		dlog(d, "journal: state taken over after a crash");
+	return rc == 0;
+}
+
 int fdstore_take(struct daemon *d)
 {
 	char **names = NULL;
-	int n = sd_listen_fds_with_names(0, &names), state = -1, listeners = 0;
+	int n = sd_listen_fds_with_names(0, &names), state = -1, journal = -1, listeners = 0, rc;
+	bool recovered = false;
 	uint64_t max_key = 0;
 	bool taken = false;
 
@@ -194,12 +243,15 @@ int fdstore_take(struct daemon *d)
 		const char *name = names && names[i] ? names[i] : "";
 		struct nt_listener_opts lo;
 		char ns[64];
-		int rc;
 
 		if (!strcmp(name, STATE_NAME)) {
 			if (state >= 0)
 				close(state);
 			state = fd;
+		} else if (!strcmp(name, JOURNAL_NAME)) {
+			if (journal >= 0)
+				close(journal);
+			journal = fd;
 		} else if (parse_listener_name(name, &lo, ns)) {
 			lo.name = name;
 			if (lo.key > max_key)
@@ -212,6 +264,13 @@ int fdstore_take(struct daemon *d)
 		}
 	}
 	d->next_key = max_key;
+	/*
+	 * Before anything is restored: calls served again from here on must be in its slots. A
+	 * saved state is newer than any journal (the journal stopped before it was written).
+	 */
+	if (fdstore_enabled() && open_journal(d, journal, state < 0 && listeners > 0) &&
+	    state < 0 && listeners > 0)
+		taken = recovered = recover(d);
 	if (state >= 0) {
 		taken = take_state(d, state);
 		close(state);
@@ -223,6 +282,11 @@ int fdstore_take(struct daemon *d)
 	} else if (listeners) {
 		dlog(d, "fd store: %d clients taken over", listeners);
 	}
+	/* a recovery checkpointed already; anything else starts its journal from here */
+	if (nt_super_journal_fd(d->super) >= 0 && !recovered &&
+	    (rc = nt_super_journal_start(d->super)))
+		dlog(d, "journal: cannot start it: %s (a crash would lose the state)",
+		     strerror(-rc));
 	if (names) {
 		for (int i = 0; i < n; i++)
 			free(names[i]);
@@ -237,6 +301,8 @@ void fdstore_save(struct daemon *d)
 	size_t len;
 	int fd, rc;
 
+	/* the state saved is newer than the journal: the next process takes the state */
+	nt_super_journal_stop(d->super);
 	if (!fdstore_enabled())
 		return;
 	rc = nt_super_save(d->super, &buf, &len);

@@ -43,6 +43,7 @@
 #include "control/control.h"
 #include "daemon/daemon.h"
 #include "lock/xpthread.h"
+#include "util/killpoint.h"
 #include "util/usock.h"
 #include "util/version.h"
 
@@ -359,6 +360,28 @@ static void on_status(struct ev_loop *loop, ev_timer *w, int revents)
 	status(&the_daemon);
 }
 
+/* The journal grown past checkpoint_bytes: a checkpoint takes its place. */
+static void on_journal(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct daemon *d = &the_daemon;
+	size_t size = nt_super_journal_size(d->super);
+	ev_tstamp t0;
+	int rc;
+
+	(void)loop;
+	(void)w;
+	(void)revents;
+	if (size < (size_t)d->cfg.checkpoint_bytes)
+		return;
+	t0 = ev_time();
+	rc = nt_super_checkpoint(d->super);
+	if (rc)
+		dlog(d, "journal: checkpoint failed: %s (the journal grows on)", strerror(-rc));
+	else
+		dlog(d, "journal: checkpoint after %zu bytes (%.1f ms)", size,
+		     (ev_time() - t0) * 1e3);
+}
+
 static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	(void)revents;
@@ -419,7 +442,7 @@ int main(int argc, char **argv)
 	struct nt_config nc = { 0 };
 	struct ev_loop *loop;
 	ev_signal sig_term, sig_int, sig_hup;
-	ev_timer status_w;
+	ev_timer status_w, journal_w;
 	struct rlimit rl;
 	bool check = false;
 	char err[512];
@@ -533,6 +556,8 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sig_hup);
 	ev_timer_init(&status_w, on_status, 10., 10.);
 	ev_timer_start(loop, &status_w);
+	ev_timer_init(&journal_w, on_journal, 0.5, 0.5);
+	ev_timer_start(loop, &journal_w);
 
 	/* before "serving:", which says the daemon is up: whoever waits for it may scrape */
 	if (d->metrics)
@@ -544,6 +569,9 @@ int main(int argc, char **argv)
 	     cfg_ns_policy_name(d->cfg.ns_policy));
 	sd_notify(0, "READY=1");
 	status(d);
+	/* tests of crash safety only (util/killpoint.h): die at a chosen point, from here on */
+	if (getenv("SEMVISORD_TEST_DIE_AT") && sv_kp_arm(getenv("SEMVISORD_TEST_DIE_AT")))
+		dlog(d, "SEMVISORD_TEST_DIE_AT: no such kill point");
 
 	ev_run(loop, 0);
 
