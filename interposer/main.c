@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -40,11 +41,13 @@
 #include "notify/notify.h"
 #include "util/version.h"
 
-#define EXIT_SELF     125 /* semvisor-run itself failed, as env(1) and timeout(1) */
-#define EXIT_CANNOT   126 /* the program was found but could not be run */
-#define EXIT_NOTFOUND 127
-#define DEFAULT_AGENT "/run/semvisor/agent.sock"
-#define HANDOFF_MS    10000
+#define EXIT_SELF	125 /* semvisor-run itself failed, as env(1) and timeout(1) */
+#define EXIT_CANNOT	126 /* the program was found but could not be run */
+#define EXIT_NOTFOUND	127
+#define DEFAULT_AGENT	"/run/semvisor/agent.sock"
+#define HANDOFF_MS	10000
+#define HANDOFF_RETRIES 5   /* a daemon that dies during a handover is asked again */
+#define MAX_RESTARTS	100 /* of a supervisor that dies (--crash-safe) */
 
 struct options {
 	bool verbose;
@@ -57,6 +60,7 @@ struct options {
 	const char *daemon;  /* agent socket, or NULL for an embedded supervisor */
 	const char *control; /* control socket to serve, or NULL */
 	bool proc_view;	     /* trap opens: /proc/sysvipc/sem shows our sets (procview.h) */
+	bool crash_safe;     /* journal everything, restart a supervisor that dies */
 	char **argv;
 };
 
@@ -87,6 +91,11 @@ static void usage(FILE *f)
 	       "      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
 	       "                         embedded supervisor; SOCKET defaults to\n"
 	       "                         " DEFAULT_AGENT "\n"
+	       "      --crash-safe       if the embedded supervisor dies (kill -9 at any\n"
+	       "                         instant), start another that loses nothing: every\n"
+	       "                         change is journaled in memory semvisor-run keeps\n"
+	       "                         (some 80 bytes per call that changes something, for\n"
+	       "                         as long as PROGRAM runs)\n"
 	       "  -h, --help             show this help and exit\n"
 	       "  -V, --version          show the version and exit\n"
 	       "\n"
@@ -108,7 +117,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		OPT_WORKERS,
 		OPT_DAEMON,
 		OPT_CONTROL,
-		OPT_PROC_VIEW
+		OPT_PROC_VIEW,
+		OPT_CRASH_SAFE
 	};
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
@@ -119,6 +129,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "daemon", optional_argument, NULL, OPT_DAEMON },
 		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "proc-view", no_argument, NULL, OPT_PROC_VIEW },
+		{ "crash-safe", no_argument, NULL, OPT_CRASH_SAFE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -174,6 +185,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_PROC_VIEW:
 			o->proc_view = true;
 			break;
+		case OPT_CRASH_SAFE:
+			o->crash_safe = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -207,6 +221,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (o->control && o->daemon) {
 		fprintf(stderr, "semvisor-run: --control belongs to the embedded supervisor; "
 				"semvisord serves its own control socket\n");
+		exit(EXIT_SELF);
+	}
+	if (o->crash_safe && o->daemon) {
+		fprintf(stderr, "semvisor-run: --crash-safe belongs to the embedded supervisor; "
+				"semvisord is crash-safe under a service manager (semvisord(8))\n");
 		exit(EXIT_SELF);
 	}
 	if (optind >= argc) {
@@ -281,8 +300,56 @@ static void raise_nofile(void)
 	}
 }
 
-static void supervise(const struct options *o, int handoff, int ctl) __attribute__((noreturn));
-static void supervise(const struct options *o, int handoff, int ctl)
+/* One fd over a unix socket, with one byte: 0, or -errno. */
+static int send_fd(int sock, int fd)
+{
+	char byte = 'L', cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { &byte, 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+/* The fd send_fd() sent, within timeout_ms: the fd, or -1. */
+static int recv_fd(int sock, int timeout_ms)
+{
+	char byte, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	struct cmsghdr *cm;
+	int fd = -1;
+
+	if (poll(&pfd, 1, timeout_ms) != 1 || recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/*
+ * The supervisor's process. handoff: where the program hands its listener over; or, for a
+ * supervisor started again after the one before died (--crash-safe), again is that listener
+ * and journal the memfd it left: the state is recovered from there. journal >= 0 on a first
+ * start: journal into it, and give semvisor-run a copy of the listener through ctl, for a
+ * supervisor it may have to start again.
+ */
+static void supervise(const struct options *o, int handoff, int ctl, int journal, int again)
+    __attribute__((noreturn));
+static void supervise(const struct options *o, int handoff, int ctl, int journal, int again)
 {
 	struct nt_config cfg = {
 		.nworkers = o->workers,
@@ -295,8 +362,13 @@ static void supervise(const struct options *o, int handoff, int ctl)
 	struct ctl_server *control = NULL;
 	char err[256];
 	pthread_t stats_thread;
-	int listener, rc;
+	int listener, rc, keep = -1;
 	char ok = 1;
+
+	/* semvisor-run's signal forwarding, inherited by a supervisor it started again */
+	for (int sig = 1; again >= 0 && sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 
 	/*
 	 * Out of the terminal's reach: Ctrl-C is for the program, not for its semaphores. A
@@ -321,9 +393,29 @@ static void supervise(const struct options *o, int handoff, int ctl)
 		_exit(EXIT_SELF);
 	}
 	/* If this fails, the program saw it too (no answer) and says why; we just leave. */
-	if (ho_recv(handoff, &listener, &info, HANDOFF_MS, err, sizeof(err)))
+	if (again >= 0)
+		listener = again;
+	else if (ho_recv(handoff, &listener, &info, HANDOFF_MS, err, sizeof(err)))
 		_exit(EXIT_SELF);
+	if (journal >= 0 && again < 0 && (keep = fcntl(listener, F_DUPFD_CLOEXEC, 3)) < 0)
+		_exit(EXIT_SELF);
+	lopts.key = journal >= 0; /* found again by it after a crash */
 	rc = nt_super_add_listener(the_super, listener, &lopts);
+	if (!rc && journal >= 0)
+		rc = nt_super_journal_open(the_super, journal, again >= 0);
+	if (!rc && journal >= 0 && again >= 0) {
+		/* whatever the journal gives, the program is served on from here */
+		if (nt_super_recover(the_super, err, sizeof(err))) {
+			fprintf(
+			    stderr,
+			    "semvisor-run: the journal of the supervisor before: %s; its sets and "
+			    "waiting calls are lost\n",
+			    err);
+			rc = nt_super_journal_start(the_super);
+		}
+	} else if (!rc && journal >= 0) {
+		rc = nt_super_journal_start(the_super);
+	}
 	if (!rc)
 		rc = nt_super_start(the_super);
 	if (rc) {
@@ -341,11 +433,20 @@ static void supervise(const struct options *o, int handoff, int ctl)
 			_exit(EXIT_SELF);
 		}
 	}
+	/* semvisor-run keeps a copy of the listener, to start another of us with */
+	if (keep >= 0) {
+		if (send_fd(ctl, keep))
+			fprintf(stderr,
+				"semvisor-run: supervisor: cannot hand semvisor-run a copy of "
+				"the listener: a crash would not be survived\n");
+		close(keep);
+	}
 	/* The listener is ours: the program may exec. */
-	if (write(handoff, &ok, 1) != 1) {
+	if (again < 0 && write(handoff, &ok, 1) != 1) {
 		/* the program died before exec: its listener will hang up, and we end */
 	}
-	close(handoff);
+	if (again < 0)
+		close(handoff);
 	rc = pthread_create(&stats_thread, NULL, stats_server, (void *)(intptr_t)ctl);
 	nt_super_wait(the_super);
 	/*
@@ -402,18 +503,26 @@ static void become_program(const struct options *o, int handoff, int errfd)
 	listener = filter_install(&fopts, err, sizeof(err));
 	if (listener < 0)
 		report(errfd, EXIT_SELF, -listener, err);
-	rc = ho_send_msg(handoff, listener, msg, msglen);
+	/*
+	 * Wait until the supervisor holds the listener: every call from here on needs it. A
+	 * daemon killed in the middle (its socket, kept by the service manager, stays) is asked
+	 * again: the next one takes the listener, or says it holds it already (its store gave
+	 * it back). None of this is a call the filter traps.
+	 */
+	for (int attempt = 0;; attempt++) {
+		rc = ho_send_msg(handoff, listener, msg, msglen);
+		pfd = (struct pollfd){ .fd = handoff, .events = POLLIN };
+		if (!rc && poll(&pfd, 1, HANDOFF_MS) == 1 && read(handoff, &ok, 1) == 1 && ok == 1)
+			break;
+		close(handoff);
+		if (!o->daemon || attempt == HANDOFF_RETRIES ||
+		    (handoff = ho_connect(o->daemon, err, sizeof(err))) < 0)
+			report(errfd, EXIT_SELF, rc ? -rc : 0,
+			       o->daemon ? "semvisord did not accept the program"
+					 : "the supervisor failed");
+	}
 	/* Our copy must go: the listener lives while any copy is open, ours included. */
 	close(listener);
-	if (rc)
-		report(errfd, EXIT_SELF, -rc, "handing the listener to the supervisor failed");
-
-	/* Wait until the supervisor holds the listener: every call from here on needs it. */
-	pfd = (struct pollfd){ .fd = handoff, .events = POLLIN };
-	if (poll(&pfd, 1, HANDOFF_MS) != 1 || read(handoff, &ok, 1) != 1 || ok != 1)
-		report(errfd, EXIT_SELF, 0,
-		       o->daemon ? "semvisord did not accept the program"
-				 : "the supervisor failed");
 	close(handoff);
 
 	execvp(o->argv[0], o->argv);
@@ -465,13 +574,53 @@ static void pass_on(int status)
 	exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_SELF);
 }
 
+/*
+ * --crash-safe: the supervisor died other than by ending its work; another takes over from the
+ * journal it left, with the copy of the listener we kept. *ctl becomes the new one's.
+ */
+static pid_t supervise_again(const struct options *o, int *ctl, int journal, int listener,
+			     int status)
+{
+	int pair[2];
+	pid_t pid;
+
+	if (WIFSIGNALED(status))
+		fprintf(stderr,
+			"semvisor-run: the supervisor died (%s); another takes over from its "
+			"journal\n",
+			strsignal(WTERMSIG(status)));
+	else
+		fprintf(
+		    stderr,
+		    "semvisor-run: the supervisor failed (exit %d); another takes over from its "
+		    "journal\n",
+		    WEXITSTATUS(status));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		close(pair[1]);
+		close(*ctl);
+		supervise(o, -1, pair[0], journal, fcntl(listener, F_DUPFD_CLOEXEC, 3));
+	}
+	close(pair[0]);
+	if (pid < 0) {
+		close(pair[1]);
+		return -1;
+	}
+	close(*ctl);
+	*ctl = pair[1];
+	return pid;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	int handoff[2], ctl[2] = { -1, -1 }, errpipe[2];
+	int handoff[2], ctl[2] = { -1, -1 }, errpipe[2], journal = -1, listener = -1, restarts = 0;
 	char msg[512];
 	ssize_t n;
-	pid_t sup = 0, prog;
+	pid_t sup = 0, prog, w;
 	int status;
 
 	parse_options(argc, argv, &o);
@@ -482,6 +631,10 @@ int main(int argc, char **argv)
 	if (pipe2(errpipe, O_CLOEXEC))
 		die("pipe: %s", strerror(errno));
 	if (!o.daemon) {
+		/* ours, not the supervisor's: it outlives a supervisor that dies */
+		if (o.crash_safe &&
+		    (journal = memfd_create("semvisor-run-journal", MFD_CLOEXEC)) < 0)
+			die("memfd_create: %s", strerror(errno));
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handoff) ||
 		    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl))
 			die("socketpair: %s", strerror(errno));
@@ -494,7 +647,7 @@ int main(int argc, char **argv)
 			close(ctl[1]);
 			close(errpipe[0]);
 			close(errpipe[1]);
-			supervise(&o, handoff[0], ctl[0]);
+			supervise(&o, handoff[0], ctl[0], journal, -1);
 		}
 		close(handoff[0]);
 		close(ctl[0]);
@@ -529,9 +682,22 @@ int main(int argc, char **argv)
 		exit(code);
 	}
 
-	while (waitpid(prog, &status, 0) < 0) {
-		if (errno != EINTR)
+	/* the supervisor's copy of the listener, to start another supervisor with */
+	if (journal >= 0 && (listener = recv_fd(ctl[1], HANDOFF_MS)) < 0)
+		fprintf(stderr, "semvisor-run: no copy of the listener: a crash of the supervisor "
+				"would not be survived\n");
+	while ((w = waitpid(-1, &status, 0)) != prog) {
+		if (w < 0 && errno != EINTR)
 			die("waitpid: %s", strerror(errno));
+		if (w != sup || listener < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			continue;
+		if (++restarts > MAX_RESTARTS ||
+		    (sup = supervise_again(&o, &ctl[1], journal, listener, status)) < 0) {
+			/* no more: the program's calls fail (ENOSYS) rather than wait for ever */
+			fprintf(stderr, "semvisor-run: the supervisor is not started again\n");
+			close(listener);
+			listener = -1;
+		}
 	}
 	child_pid = 0;
 
