@@ -889,6 +889,31 @@ Test(daemon_restart, die_in_a_checkpoint)
 }
 
 /*
+ * Sets outlive the programs that made them, as on the kernel: killed when no client is left,
+ * the daemon comes back with the set and its value (the journal is the state, clients or none).
+ */
+Test(daemon_restart, crash_with_no_client_keeps_the_sets)
+{
+	struct keeper kp;
+	const char *sock;
+	char *out;
+
+	dh_setup();
+	sock = daemon_under_keeper(&kp);
+	cr_assert_eq(DH_SEM(sock, &out, "post", "0x5e57d000", "3"), 0, "%s", out);
+	free(out);
+	for (int i = 0; i < 3; i++) {
+		kp_restart(&kp, "KILL", "signal 9");
+		cr_assert_eq(DH_SEM(sock, &out, "show", "0x5e57d000"), 0,
+			     "after %d crashes: %s\n%s", i + 1, out, kp_logs(&kp));
+		cr_assert(strstr(out, " vals 3\n"), "after %d crashes the set shows: %s", i + 1,
+			  out);
+		free(out);
+	}
+	kp_stop(&kp, "0");
+}
+
+/*
  * A crash while programs wait, ten times over: the programs served when the daemon is killed
  * (two parked in semop for items nobody has produced yet, two taking a lock with SEM_UNDO)
  * go on as if nothing had happened once the daemon is back: the items produced after the

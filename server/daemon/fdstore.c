@@ -267,9 +267,10 @@ int fdstore_take(struct daemon *d)
 	/*
 	 * Before anything is restored: calls served again from here on must be in its slots. A
 	 * saved state is newer than any journal (the journal stopped before it was written).
+	 * Without one, the journal is the state, clients or none: sets outlive the programs
+	 * that made them while their namespace lives.
 	 */
-	if (fdstore_enabled() && open_journal(d, journal, state < 0 && listeners > 0) &&
-	    state < 0 && listeners > 0)
+	if (fdstore_enabled() && open_journal(d, journal, state < 0) && state < 0)
 		taken = recovered = recover(d);
 	if (state >= 0) {
 		taken = take_state(d, state);

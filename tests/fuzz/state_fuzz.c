@@ -4,7 +4,7 @@
  * sv_proc_import() read what a process that stopped wrote, and a broken or hostile writer could
  * have written anything.
  *
- * FUZZ_SOURCES: server/engine/budget.c server/engine/ns.c server/engine/sem.c server/engine/semctl.c server/engine/state.c server/engine/undo.c server/lock/amutex.c server/lock/xpthread.c server/util/debug.c -lurcu-memb -lurcu-cds -lurcu-common -fno-sanitize=pointer-overflow
+ * FUZZ_SOURCES: server/engine/budget.c server/engine/journal.c server/engine/ns.c server/engine/sem.c server/engine/semctl.c server/engine/state.c server/engine/undo.c server/lock/amutex.c server/lock/xpthread.c server/util/debug.c -lurcu-memb -lurcu-cds -lurcu-common -fno-sanitize=pointer-overflow
  *
  * -fno-sanitize=pointer-overflow: liburcu's iteration macros (cds_lfht_for_each_entry) end
  * every walk by taking caa_container_of() of a NULL node, which clang's check reports though
