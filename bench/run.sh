@@ -86,6 +86,7 @@ fi
 mkdir -p "$RES" || die "cannot create $RES"
 TMPD=$(mktemp -d /tmp/semvisor-bench.XXXXXX) || die "mktemp failed"
 DPID=
+KPID=
 SPID=
 
 # shellcheck disable=SC2317 # called from the EXIT trap
@@ -94,15 +95,16 @@ cleanup() {
 		kill -TERM "$SPID" 2>/dev/null
 		wait "$SPID" 2>/dev/null
 	fi
-	if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then
-		kill -TERM "$DPID" 2>/dev/null
+	for p in $DPID $KPID; do
+		kill -0 "$p" 2>/dev/null || continue
+		kill -TERM "$p" 2>/dev/null
 		for _ in $(seq 50); do
-			kill -0 "$DPID" 2>/dev/null || break
+			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
-		kill -KILL "$DPID" 2>/dev/null
-		wait "$DPID" 2>/dev/null
-	fi
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	rm -rf "$TMPD"
 }
 trap cleanup EXIT
@@ -138,6 +140,7 @@ fi
 # ---- the daemon --------------------------------------------------------------------------------
 SOCK="$TMPD/agent.sock"
 DAEMON_ROWS=()
+JOURNAL_ROW=()
 if [ "$SEMVISORD" != none ]; then
 	"$SEMVISORD" --control-socket= --agent-socket="$SOCK" >"$TMPD/semvisord.log" 2>&1 &
 	DPID=$!
@@ -151,6 +154,21 @@ if [ "$SEMVISORD" != none ]; then
 		die "$SEMVISORD did not start (no agent socket at $SOCK)"
 	fi
 	DAEMON_ROWS=(--run-under=semvisord "$RUN" --daemon="$SOCK" --)
+	# The same daemon under a keeper of its fd store: every change journaled, so that a
+	# crash loses nothing (server/notify/recover.c). The row beside the one above is its cost.
+	SOCKJ="$TMPD/agent-journal.sock"
+	"$O/semvisor-keeper" --listen agent="$SOCKJ" --log "$TMPD/keeper.log" -- \
+		"$SEMVISORD" --control-socket= --agent-socket="$TMPD/unused.sock" \
+		>"$TMPD/semvisord-journal.log" 2>&1 &
+	KPID=$!
+	for _ in $(seq 100); do
+		grep -q "serving:" "$TMPD/semvisord-journal.log" 2>/dev/null && break
+		kill -0 "$KPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -q "serving:" "$TMPD/semvisord-journal.log" 2>/dev/null ||
+		die "$SEMVISORD under semvisor-keeper did not start: $(cat "$TMPD/semvisord-journal.log")"
+	JOURNAL_ROW=(--run-under=semvisord+journal "$RUN" --daemon="$SOCKJ" --)
 fi
 RUN_ROW=(--run-under=semvisor-run "$RUN" --)
 GLOBAL_ROW=(--run-under=semvisor-run-global "$GLOBAL/semvisor-run" --)
@@ -226,11 +244,12 @@ step() {
 Q=()
 [ "$MODE" = quick ] && Q=(--quick)
 
-step floor "$O/bench/floor" "${Q[@]}" --out "$RES/floor.tsv" "${RUN_ROW[@]}" "${DAEMON_ROWS[@]}"
+step floor "$O/bench/floor" "${Q[@]}" --out "$RES/floor.tsv" "${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" \
+	"${JOURNAL_ROW[@]}"
 # The same with everything on one CPU: on this VM the cost of a round trip depends on whether the
 # answering thread runs on the caller's CPU (floor.md), and unpinned rows flip between the two.
 step floor_same "$O/bench/floor" "${Q[@]}" --cpu-pin=same --out "$RES/floor_same.tsv" \
-	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}"
+	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${JOURNAL_ROW[@]}"
 step engine "$O/bench/engine" "${Q[@]}" --out "$RES/engine.tsv"
 step engine_global "$GLOBAL/bench/engine" "${Q[@]}" --out "$RES/engine_global.tsv"
 if [ "$MODE" = full ]; then
@@ -393,6 +412,10 @@ section() { # section NAME TITLE [fence]
 			dhow=$how
 			[ "$f" = floor_same ] && dhow="target and client on one CPU, the daemon unpinned"
 			echo "| semvisord uncontended <= 1.15x the floor ($f, $dhow) | ${fd:-NA}x | $(verdict "${fd:-NA}" '<=' 1.15) |"
+			fj=$(fmt2 "$(tsv_get "$RES/$f.tsv" semvisord+journal 5)")
+			jr=$(ratio "$(tsv_get "$RES/$f.tsv" semvisord+journal 2)" "$(tsv_get "$RES/$f.tsv" semvisord 2)")
+			echo "| semvisord crash-safe (journal on) uncontended <= 1.15x the floor ($f, $dhow) | ${fj:-NA}x | $(verdict "${fj:-NA}" '<=' 1.15) |"
+			echo "| (what the journal costs: crash-safe semvisord against semvisord without it, $f) | ${jr:-NA}x | information |"
 		fi
 	done
 	e1=$(tsv_get "$RES/engine.tsv" ops_1t 2)
