@@ -205,10 +205,15 @@ int sv_ns_set_limits(struct sv_ns *ns, const struct sv_limits *lim)
 	/*
 	 * Under ids_lock, as newary() reads them: a new set's record and the record of a change
 	 * of limits are then in the order the two saw each other (journal.c checks the one
-	 * against the other).
+	 * against the other). The supervisor follows a namespace's sysctl at every semget:
+	 * mostly nothing changes, and then nothing is locked or journaled.
 	 */
+	struct sv_limits cur;
 	int err;
 
+	sv_ns_limits(ns, &cur);
+	if (lim->semmni >= 0 && lim->semmni <= SV_IPCMNI && !memcmp(&cur, lim, sizeof(cur)))
+		return 0;
 	xlock(&ns->ids_lock);
 	err = sv_ns_store_limits(ns, lim);
 	sv_jnl_limits(ns);
@@ -231,8 +236,10 @@ int sv_ns_store_limits(struct sv_ns *ns, const struct sv_limits *lim)
 void sv_ns_set_next_id(struct sv_ns *ns, int id)
 {
 	xlock(&ns->ids_lock);
-	ns->next_id = id < 0 ? -1 : id;
-	sv_jnl_limits(ns);
+	if (ns->next_id != (id < 0 ? -1 : id)) {
+		ns->next_id = id < 0 ? -1 : id;
+		sv_jnl_limits(ns);
+	}
 	xunlock(&ns->ids_lock);
 }
 
