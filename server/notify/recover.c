@@ -176,7 +176,8 @@ void nt_super_journal_stop(struct nt_super *s)
 /* A call found in a slot. */
 struct rcall {
 	struct dur_call c;
-	bool done;
+	bool done;  /* the journal names it done, with result */
+	bool again; /* it waits still, not done: served again */
 	int64_t result;
 };
 
@@ -374,7 +375,8 @@ static void r_call(void *ctx, uint64_t jid, int64_t result)
 	struct rctx *rc = ctx;
 	struct rcall key = { .c.jid = jid }, *c;
 
-	c = bsearch(&key, rc->calls, rc->ncalls, sizeof(*c), by_jid);
+	/* (no calls: no array at all, which bsearch may not be given) */
+	c = rc->ncalls ? bsearch(&key, rc->calls, rc->ncalls, sizeof(*c), by_jid) : NULL;
 	if (!c)
 		return; /* answered already */
 	c->done = result != SV_JNL_UNDONE;
@@ -436,39 +438,59 @@ static int by_arrival(const void *a, const void *b)
 	return (x->c.received_ns > y->c.received_ns) - (x->c.received_ns < y->c.received_ns);
 }
 
-/* Answer or serve again every call found, in the order they came. */
-static void calls_again(struct nt_super *s, struct rctx *rc)
+/*
+ * First the calls the journal names as done: answered, before the checkpoint that starts the
+ * next journal (which no longer names them: a crash after it would make them again). Those
+ * answered before the crash or whose caller went are let go; the rest are kept, marked to be
+ * served again. Their slots are kept, every other slot is free from here on.
+ */
+static void answer_done(struct nt_super *s, struct rctx *rc)
 {
-	struct nt_worker *wk = &s->workers[0];
-	uint64_t parked = wk->stats.parked;
-
-	qsort(rc->calls, rc->ncalls, sizeof(*rc->calls), by_arrival);
 	for (size_t i = 0; i < rc->ncalls; i++)
 		dur_slot_keep(s->dur, rc->calls[i].c.slot);
 	dur_calls_done(s->dur);
 	for (size_t i = 0; i < rc->ncalls; i++) {
 		struct rcall *c = &rc->calls[i];
 		struct nt_listener *l = persist_listener(s, c->c.key);
-		struct seccomp_notif n;
 
-		if (!l || !nt_waits(l, c->c.n->id)) {
-			/* answered before the crash, its caller gone, or its listener not back */
-			dur_slot_put(s->dur, c->c.slot);
-		} else if (c->done) {
+		c->again = l && nt_waits(l, c->c.n->id) && !c->done;
+		if (l && c->done)
 			nt_answer(l, c->c.n->id, (long)c->result, 0);
+		if (!c->again)
 			dur_slot_put(s->dur, c->c.slot);
-		} else {
-			memcpy(&n, c->c.n, sizeof(n));
-			wk->slot = c->c.slot;
-			wk->jid = c->c.jid;
-			nt_serve_from(wk, l, &n, c->c.received_ns ? c->c.received_ns : nt_now_ns());
-			if (wk->slot == c->c.slot) {
-				dur_slot_put(s->dur, c->c.slot); /* answered: it did not park */
-				wk->slot = -1;
-			}
-		}
 		if (l)
 			nt_listener_put(l);
+	}
+}
+
+/* Then the others, served again from their start in the order they came (journaled). */
+static void serve_again(struct nt_super *s, struct rctx *rc)
+{
+	struct nt_worker *wk = &s->workers[0];
+	uint64_t parked = wk->stats.parked;
+
+	if (rc->ncalls)
+		qsort(rc->calls, rc->ncalls, sizeof(*rc->calls), by_arrival);
+	for (size_t i = 0; i < rc->ncalls; i++) {
+		struct rcall *c = &rc->calls[i];
+		struct nt_listener *l;
+		struct seccomp_notif n;
+
+		if (!c->again)
+			continue;
+		if (!(l = persist_listener(s, c->c.key))) {
+			dur_slot_put(s->dur, c->c.slot);
+			continue;
+		}
+		memcpy(&n, c->c.n, sizeof(n));
+		wk->slot = c->c.slot;
+		wk->jid = c->c.jid;
+		nt_serve_from(wk, l, &n, c->c.received_ns ? c->c.received_ns : nt_now_ns());
+		if (wk->slot == c->c.slot) {
+			dur_slot_put(s->dur, c->c.slot); /* answered: it did not park */
+			wk->slot = -1;
+		}
+		nt_listener_put(l);
 	}
 	/* parking them again counted them again: the checkpoint's counters have them */
 	wk->stats.parked = parked;
@@ -500,7 +522,8 @@ int nt_super_recover(struct nt_super *s, char *err, size_t errlen)
 	if ((rcode = dur_for_each_call(s->dur, collect, &rc)) ||
 	    (rcode = nsreg_for_each(&s->reg, known_ns, &rc)))
 		goto out;
-	qsort(rc.calls, rc.ncalls, sizeof(*rc.calls), by_jid);
+	if (rc.ncalls)
+		qsort(rc.calls, rc.ncalls, sizeof(*rc.calls), by_jid);
 	rcode = replay(&rc, log, llen, err, errlen);
 	/* processes gone meanwhile: their exits now (also after a refused journal: no harm) */
 	for (size_t i = 0; i < rc.nprocs; i++)
@@ -514,12 +537,13 @@ int nt_super_recover(struct nt_super *s, char *err, size_t errlen)
 		nt_deliver(&s->workers[0], &wq);
 		goto out;
 	}
+	answer_done(s, &rc);
 	/* from here on a crash finds this state as the checkpoint */
 	if ((rcode = nt_super_journal_start(s))) {
 		snprintf(err, errlen, "cannot checkpoint: %s", strerror(-rcode));
 		goto out;
 	}
-	calls_again(s, &rc);
+	serve_again(s, &rc);
 out:
 	if (rcode)
 		dur_calls_done(s->dur); /* the calls in it are nobody's now: every slot is free */
