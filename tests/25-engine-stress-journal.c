@@ -10,7 +10,6 @@
  *
  * `make test-tsan` runs this file under ThreadSanitizer, with the iteration counts scaled down.
  */
-#include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -21,9 +21,11 @@ static void append(void *ctx, const void *rec, size_t len)
 		memset(s->buf + s->cap, 0, cap - s->cap);
 		s->cap = cap;
 	}
-	/* the body first, the header last: as a sink in shared memory must */
+	/*
+	 * Readers take s->lock, so order does not matter here; the body still
+	 * goes first and the header last, as a sink in shared memory must.
+	 */
 	memcpy(s->buf + s->len + 8, (const unsigned char *)rec + 8, len - 8);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(s->buf + s->len, rec, 8);
 	s->len += len;
 	s->nrec++;
