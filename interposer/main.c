@@ -39,6 +39,7 @@
 #include "notify/filter.h"
 #include "handoff/xfer.h"
 #include "notify/notify.h"
+#include "notify/ptrace.h"
 #include "util/version.h"
 
 #define EXIT_SELF	125 /* semvisor-run itself failed, as env(1) and timeout(1) */
@@ -61,6 +62,11 @@ struct options {
 	const char *control; /* control socket to serve, or NULL */
 	bool proc_view;	     /* trap opens: /proc/sysvipc/sem shows our sets (procview.h) */
 	bool crash_safe;     /* journal everything, restart a supervisor that dies */
+	enum {
+		BACKEND_AUTO,
+		BACKEND_NOTIFY,
+		BACKEND_PTRACE
+	} backend; /* resolved before forks */
 	char **argv;
 };
 
@@ -91,6 +97,14 @@ static void usage(FILE *f)
 	       "      --daemon[=SOCKET]  hand the program to a running semvisord instead of an\n"
 	       "                         embedded supervisor; SOCKET defaults to\n"
 	       "                         " DEFAULT_AGENT "\n"
+	       "      --backend=WHICH    how calls are trapped: notify (seccomp user\n"
+	       "                         notification), ptrace (for where notification cannot\n"
+	       "                         be had: a filter with a listener above, as in nested\n"
+	       "                         sandboxes and some containers), or auto (the default:\n"
+	       "                         notify, else ptrace, saying why on standard error).\n"
+	       "                         Under ptrace PROGRAM cannot trace its own children\n"
+	       "                         (gdb, strace inside get EPERM), and --proc-view,\n"
+	       "                         --crash-safe and --daemon are not available\n"
 	       "      --crash-safe       if the embedded supervisor dies (kill -9 at any\n"
 	       "                         instant), start another that loses nothing: every\n"
 	       "                         change is journaled in memory semvisor-run keeps\n"
@@ -118,7 +132,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		OPT_DAEMON,
 		OPT_CONTROL,
 		OPT_PROC_VIEW,
-		OPT_CRASH_SAFE
+		OPT_CRASH_SAFE,
+		OPT_BACKEND
 	};
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
@@ -130,6 +145,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "proc-view", no_argument, NULL, OPT_PROC_VIEW },
 		{ "crash-safe", no_argument, NULL, OPT_CRASH_SAFE },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -188,6 +204,21 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_CRASH_SAFE:
 			o->crash_safe = true;
 			break;
+		case OPT_BACKEND:
+			if (!strcmp(optarg, "auto")) {
+				o->backend = BACKEND_AUTO;
+			} else if (!strcmp(optarg, "notify")) {
+				o->backend = BACKEND_NOTIFY;
+			} else if (!strcmp(optarg, "ptrace")) {
+				o->backend = BACKEND_PTRACE;
+			} else {
+				fprintf(stderr,
+					"semvisor-run: --backend is auto, notify or ptrace, not "
+					"'%s'\n",
+					optarg);
+				exit(EXIT_SELF);
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -226,6 +257,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (o->crash_safe && o->daemon) {
 		fprintf(stderr, "semvisor-run: --crash-safe belongs to the embedded supervisor; "
 				"semvisord is crash-safe under a service manager (semvisord(8))\n");
+		exit(EXIT_SELF);
+	}
+	if (o->backend == BACKEND_PTRACE && (o->daemon || o->crash_safe || o->proc_view)) {
+		fprintf(stderr, "semvisor-run: --backend=ptrace serves from an embedded supervisor "
+				"only, without --crash-safe or --proc-view\n");
 		exit(EXIT_SELF);
 	}
 	if (optind >= argc) {
@@ -341,6 +377,30 @@ static int recv_fd(int sock, int timeout_ms)
 }
 
 /*
+ * --backend=ptrace: the program sends its pid and waits; we seize it (it has let us, with
+ * PR_SET_PTRACER) and serve what the tracer brings. The listener's fd, for lopts.
+ */
+static int trace_program(int handoff, struct nt_listener_opts *lopts)
+{
+	struct pollfd pfd = { .fd = handoff, .events = POLLIN };
+	struct pt_tracer *t;
+	char err[256];
+	pid_t pid;
+	int fd;
+
+	if (poll(&pfd, 1, HANDOFF_MS) != 1 || read_full(handoff, &pid, sizeof(pid)) != sizeof(pid))
+		_exit(EXIT_SELF); /* the program saw it too (no answer) and says why */
+	fd = pt_tracer_start(pid, &t, err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr, "semvisor-run: supervisor: %s\n", err);
+		_exit(EXIT_SELF);
+	}
+	lopts->tp = &nt_ptrace_transport;
+	lopts->tp_ctx = t;
+	return fd;
+}
+
+/*
  * The supervisor's process. handoff: where the program hands its listener over; or, for a
  * supervisor started again after the one before died (--crash-safe), again is that listener
  * and journal the memfd it left: the state is recovered from there. journal >= 0 on a first
@@ -384,6 +444,14 @@ static void supervise(const struct options *o, int handoff, int ctl, int journal
 	signal(SIGTTIN, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
+	if (o->backend == BACKEND_PTRACE) {
+		/* the tracer's signalfd takes SIGCHLD: no thread of ours may (ptrace.h) */
+		sigset_t chld;
+
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		pthread_sigmask(SIG_BLOCK, &chld, NULL);
+	}
 	if (o->verbose)
 		setvbuf(o->trace ? o->trace : stderr, NULL, _IOLBF, 0);
 
@@ -393,10 +461,13 @@ static void supervise(const struct options *o, int handoff, int ctl, int journal
 		_exit(EXIT_SELF);
 	}
 	/* If this fails, the program saw it too (no answer) and says why; we just leave. */
-	if (again >= 0)
+	if (again >= 0) {
 		listener = again;
-	else if (ho_recv(handoff, &listener, &info, HANDOFF_MS, err, sizeof(err)))
+	} else if (o->backend == BACKEND_PTRACE) {
+		listener = trace_program(handoff, &lopts);
+	} else if (ho_recv(handoff, &listener, &info, HANDOFF_MS, err, sizeof(err))) {
 		_exit(EXIT_SELF);
+	}
 	if (journal >= 0 && again < 0 && (keep = fcntl(listener, F_DUPFD_CLOEXEC, 3)) < 0)
 		_exit(EXIT_SELF);
 	lopts.key = journal >= 0; /* found again by it after a crash */
@@ -474,9 +545,39 @@ static void report(int errfd, int code, int err, const char *msg)
 	_exit(code);
 }
 
-static void become_program(const struct options *o, int handoff, int errfd)
+/*
+ * --backend=ptrace: let the supervisor trace us, wait until it has, install a filter that
+ * makes tracer stops of what a listener would get, and become the program.
+ */
+static void be_traced(const struct options *o, pid_t sup, int handoff, int errfd)
     __attribute__((noreturn));
-static void become_program(const struct options *o, int handoff, int errfd)
+static void be_traced(const struct options *o, pid_t sup, int handoff, int errfd)
+{
+	struct filter_opts fopts = { .trap_ns_changes = true, .trace = true };
+	struct pollfd pfd = { .fd = handoff, .events = POLLIN };
+	pid_t me = getpid();
+	char err[512], ok = 0;
+	int rc;
+
+	/* Yama's ptrace_scope 1 lets only an ancestor trace us, unless we say otherwise */
+	if (prctl(PR_SET_PTRACER, (unsigned long)sup, 0, 0, 0) && errno != EINVAL)
+		report(errfd, EXIT_SELF, errno, "prctl(PR_SET_PTRACER) failed");
+	if (write(handoff, &me, sizeof(me)) != sizeof(me) || poll(&pfd, 1, HANDOFF_MS) != 1 ||
+	    read(handoff, &ok, 1) != 1 || ok != 1)
+		report(errfd, EXIT_SELF, 0, "the supervisor could not trace the program");
+	close(handoff);
+	rc = filter_install(&fopts, err, sizeof(err));
+	if (rc < 0)
+		report(errfd, EXIT_SELF, -rc, err);
+	execvp(o->argv[0], o->argv);
+	rc = errno;
+	snprintf(err, sizeof(err), "cannot run %s: %s", o->argv[0], strerror(rc));
+	report(errfd, rc == ENOENT ? EXIT_NOTFOUND : EXIT_CANNOT, rc, err);
+}
+
+static void become_program(const struct options *o, pid_t sup, int handoff, int errfd)
+    __attribute__((noreturn));
+static void become_program(const struct options *o, pid_t sup, int handoff, int errfd)
 {
 	struct filter_opts fopts = { .trap_ns_changes = true, .trap_opens = o->proc_view };
 	struct ho_info info = { .pid = getpid() };
@@ -500,6 +601,8 @@ static void become_program(const struct options *o, int handoff, int errfd)
 	if (rc)
 		report(errfd, EXIT_SELF, -rc, "building the handoff message failed");
 
+	if (o->backend == BACKEND_PTRACE)
+		be_traced(o, sup, handoff, errfd); /* and exec */
 	listener = filter_install(&fopts, err, sizeof(err));
 	if (listener < 0)
 		report(errfd, EXIT_SELF, -listener, err);
@@ -614,6 +717,28 @@ static pid_t supervise_again(const struct options *o, int *ctl, int journal, int
 	return pid;
 }
 
+/* --backend=auto: notification if a child of ours could have a listener, else ptrace. */
+static void choose_backend(struct options *o)
+{
+	int rc;
+
+	if (o->backend != BACKEND_AUTO)
+		return;
+	o->backend = BACKEND_NOTIFY;
+	/* semvisord's clients need notification; so do --crash-safe and --proc-view */
+	if (o->daemon || o->crash_safe || o->proc_view)
+		return;
+	rc = filter_probe_notify();
+	if (rc == 0 || rc == -EACCES)
+		return; /* EACCES: the real filter says why */
+	fprintf(stderr,
+		"semvisor-run: seccomp user notification is unavailable here (%s); serving "
+		"through ptrace\n",
+		rc == -EBUSY ? "a filter with a listener is installed above: EBUSY"
+			     : strerror(-rc));
+	o->backend = BACKEND_PTRACE;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -624,6 +749,7 @@ int main(int argc, char **argv)
 	int status;
 
 	parse_options(argc, argv, &o);
+	choose_backend(&o);
 	/* Opened here, so that a bad path is said before PROGRAM runs; never PROGRAM's (CLOEXEC). */
 	if (o.trace_path && !(o.trace = fopen(o.trace_path, "we")))
 		die("cannot write %s: %s", o.trace_path, strerror(errno));
@@ -661,7 +787,7 @@ int main(int argc, char **argv)
 		close(errpipe[0]);
 		if (ctl[1] >= 0)
 			close(ctl[1]);
-		become_program(&o, o.daemon ? -1 : handoff[1], errpipe[1]);
+		become_program(&o, sup, o.daemon ? -1 : handoff[1], errpipe[1]);
 	}
 	child_pid = prog;
 	forward_signals();

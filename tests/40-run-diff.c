@@ -6,14 +6,17 @@
  * program checks what the kernel is known to do and exits 1 when it does not, so a program that
  * has drifted from the kernel is caught here as a broken test, not as a semvisor bug.
  *
- * One Test() per program (and argument set), so a failure names the behaviour. On a mismatch
- * both outputs are printed in full, with the first differing line in the assertion message.
+ * One Test() per program (and argument set) and way of trapping calls (run_diff: seccomp user
+ * notification; run_diff_ptrace: --backend=ptrace), so a failure names the behaviour and the
+ * backend. On a mismatch both outputs are printed in full, with the first differing line in the
+ * assertion message.
  */
 #include <criterion/criterion.h>
 
 #include "tests/run-harness.h"
 
 TestSuite(run_diff, .fini = run_cleanup, .timeout = 90);
+TestSuite(run_diff_ptrace, .fini = run_cleanup, .timeout = 90);
 
 static void show_output(const char *what, const struct run_result *r)
 {
@@ -25,11 +28,12 @@ static void show_output(const char *what, const struct run_result *r)
 }
 
 /*
- * Run prog with args natively and confined; compare. timeout_s bounds each run.
+ * Run prog with args natively and confined (with semvisor-run option opt, or NULL); compare.
+ * timeout_s bounds each run.
  */
-static void diff_args(const char *prog, const char *const *args, int timeout_s)
+static void diff_args(const char *prog, const char *const *args, int timeout_s, const char *opt)
 {
-	struct run_spec s = { .prog = prog, .timeout_ms = timeout_s * 1000 };
+	struct run_spec s = { .prog = prog, .timeout_ms = timeout_s * 1000, .opts = { opt } };
 	struct run_result native, confined;
 	const char *la, *lb;
 	char st1[96], st2[96];
@@ -63,129 +67,74 @@ static void diff_args(const char *prog, const char *const *args, int timeout_s)
 	run_free(&confined);
 }
 
-static void diff(const char *prog, int timeout_s)
-{
-	diff_args(prog, NULL, timeout_s);
-}
+/* prog run with its arguments (after the timeout), natively and under each backend */
+#define DIFF(name, prog, timeout_s, ...)                                                           \
+	Test(run_diff, name)                                                                       \
+	{                                                                                          \
+		diff_args(prog, (const char *const[]){ __VA_ARGS__ NULL }, timeout_s, NULL);       \
+	}                                                                                          \
+	Test(run_diff_ptrace, name)                                                                \
+	{                                                                                          \
+		diff_args(prog, (const char *const[]){ __VA_ARGS__ NULL }, timeout_s,              \
+			  "--backend=ptrace");                                                     \
+	}
 
 /* every semctl command and error, and the semget rules */
-Test(run_diff, semctl)
-{
-	diff("semctl", 30);
-}
+DIFF(semctl, "semctl", 30)
 
 /* permissions under seven identities, setuid nobody among them */
-Test(run_diff, perms)
-{
-	diff("perms", 30);
-}
+DIFF(perms, "perms", 30)
 
 /* keyed sharing between separately forked (and exec'd) processes */
-Test(run_diff, keyed)
-{
-	diff("keyed", 30);
-}
+DIFF(keyed, "keyed", 30)
 
 /* SEM_UNDO at exit, kill -9, exec, fork, thread exit, clearing, clamping, limits */
-Test(run_diff, undo)
-{
-	diff("undo", 30);
-}
+DIFF(undo, "undo", 30)
 
 /* a CLONE_VM child's semop before and after its exec: each reads its own address space */
-Test(run_diff, exec_vm)
-{
-	diff("exec-vm", 30);
-}
+DIFF(exec_vm, "exec-vm", 30)
 
 /* SEM_UNDO applied before the parent can reap: 100 exits and kills, 20 woken waiters */
-Test(run_diff, undo_timing)
-{
-	diff("undo-timing", 30);
-}
+DIFF(undo_timing, "undo-timing", 30)
 
 /* SEM_UNDO applied at unshare(CLONE_SYSVSEM) and unshare(CLONE_NEWIPC) */
-Test(run_diff, undo_unshare)
-{
-	diff("undo-unshare", 30);
-}
+DIFF(undo_unshare, "undo-unshare", 30)
 
 /* bulk wake-ups, FIFO order, wait-for-zero */
-Test(run_diff, wake)
-{
-	diff("wake", 30);
-}
+DIFF(wake, "wake", 30)
 
 /* multi-semaphore operations: all-or-nothing, blocking, re-evaluation */
-Test(run_diff, complex)
-{
-	diff("complex", 30);
-}
+DIFF(complex, "complex", 30)
 
 /* semtimedop timeouts, on time */
-Test(run_diff, timeout)
-{
-	diff("timeout", 30);
-}
+DIFF(timeout, "timeout", 30)
 
 /* EINTR with and without SA_RESTART, after SIGSTOP/SIGCONT, per thread */
-Test(run_diff, eintr)
-{
-	diff("eintr", 30);
-}
+DIFF(eintr, "eintr", 30)
 
 /* the same call again after EINTR: at once, later, alarm() timeouts */
-Test(run_diff, eintr_retry)
-{
-	diff("eintr-retry", 30);
-}
+DIFF(eintr_retry, "eintr-retry", 30)
 
 /* calls that cannot sleep never return EINTR, and happen exactly once, under a signal flood */
-Test(run_diff, eintr_nosleep)
-{
-	diff("eintr-nosleep", 30);
-}
+DIFF(eintr_nosleep, "eintr-nosleep", 30)
 
 /* killed sleepers never consume a unit */
-Test(run_diff, killed)
-{
-	diff("killed", 30);
-}
+DIFF(killed, "killed", 30)
 
 /* IPC_RMID with sleepers: EIDRM */
-Test(run_diff, rmid)
-{
-	diff("rmid", 30);
-}
+DIFF(rmid, "rmid", 30)
 
 /* GETPID seen from inside and outside a new pid namespace */
-Test(run_diff, pidns)
-{
-	diff("pidns", 30);
-}
+DIFF(pidns, "pidns", 30)
 
 /* 8 threads x 20000 iterations of a semaphore-guarded plain counter; a set shared by threads */
-Test(run_diff, mutex)
-{
-	static const char *const args[] = { "20000", NULL };
-
-	diff_args("mutex", args, 60);
-}
+DIFF(mutex, "mutex", 60, "20000", )
 
 /* glibc wrappers and raw system calls, register quirks, check order, user memory */
-Test(run_diff, syscalls)
-{
-	diff("syscalls", 30);
-}
+DIFF(syscalls, "syscalls", 30)
 
 /* the same from a statically linked binary */
-Test(run_diff, static_syscalls)
-{
-	diff("static-syscalls", 30);
-}
+DIFF(static_syscalls, "static-syscalls", 30)
 
 /* limits written to /proc/sys/kernel/sem inside the namespace */
-Test(run_diff, sysctl)
-{
-	diff("sysctl", 30);
-}
+DIFF(sysctl, "sysctl", 30)

@@ -372,17 +372,31 @@ Test(run_cli, stdin_passes_through)
 	run_free(&r);
 }
 
-/* Under another listener the kernel refuses a second one (EBUSY): say so, do not run. */
+/*
+ * Under another listener the kernel refuses a second one (EBUSY). --backend=notify says so and
+ * does not run; the default (auto) says so and serves through ptrace, and the program behaves
+ * as natively.
+ */
 Test(run_cli, nested)
 {
 	char inner[PATH_MAX], prog[PATH_MAX];
-	struct run_result r;
+	struct run_result r, native;
 
 	snprintf(inner, sizeof(inner), "%s/semvisor-run", run_dir());
-	snprintf(prog, sizeof(prog), "%s/tests/prog/cli", run_dir());
-	run(&SPEC(.prog = inner, .args = { "--", prog, "exit", "0" }), &r);
+	snprintf(prog, sizeof(prog), "%s/tests/prog/semctl", run_dir());
+	run(&SPEC(.prog = inner, .args = { "--backend=notify", "--", prog }), &r);
 	cr_assert_eq(exit_code(&r), 125, "nested: exit %d; stderr %s", exit_code(&r), r.err);
 	cr_assert(strstr(r.err, "EBUSY") || strstr(r.err, "already"),
 		  "nested: the message does not say why: %s", r.err);
 	run_free(&r);
+
+	run(&(struct run_spec){ .prog = "semctl", .split = true }, &native);
+	cr_assert_eq(exit_code(&native), 0, "semctl natively: %s", native.err);
+	run(&SPEC(.prog = inner, .args = { "--", prog }), &r);
+	cr_assert_eq(exit_code(&r), 0, "nested, auto: exit %d; stderr %s", exit_code(&r), r.err);
+	cr_assert(strstr(r.err, "EBUSY") && strstr(r.err, "ptrace"),
+		  "nested, auto: the fallback is not said: %s", r.err);
+	cr_assert_str_eq(r.out, native.out);
+	run_free(&r);
+	run_free(&native);
 }

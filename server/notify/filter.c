@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "notify/filter.h"
@@ -56,23 +57,29 @@ static bool have_sys_admin(void)
  * (CLONE_NEWIPC implies CLONE_SYSVSEM). setns's nstype is an int: only its low 32 bits count,
  * as for the kernel; 0 means "whatever namespace fd is", so it is trapped too.
  */
-static int add_ns_rules(scmp_filter_ctx ctx)
+static int add_ns_rules(scmp_filter_ctx ctx, uint32_t trap)
 {
 	int rc;
 
 	for (int i = 0; i < NNS_BITS; i++) {
 		rc =
-		    seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(unshare), 1,
+		    seccomp_rule_add(ctx, trap, SCMP_SYS(unshare), 1,
 				     SCMP_A0(SCMP_CMP_MASKED_EQ, unshare_bits[i], unshare_bits[i]));
 		if (rc)
 			return rc;
 	}
-	rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(setns), 1,
+	rc = seccomp_rule_add(ctx, trap, SCMP_SYS(setns), 1,
 			      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, 0));
 	if (!rc)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(setns), 1,
+		rc = seccomp_rule_add(ctx, trap, SCMP_SYS(setns), 1,
 				      SCMP_A1(SCMP_CMP_MASKED_EQ, CLONE_NEWIPC, CLONE_NEWIPC));
 	return rc;
+}
+
+/* What a trapped call gets: a notification, or a ptrace stop for the ptrace transport. */
+static uint32_t trap_action(const struct filter_opts *o)
+{
+	return o->trace ? SCMP_ACT_TRACE(0) : SCMP_ACT_NOTIFY;
 }
 
 /* A context for one table only, with the attributes every context to be merged must share. */
@@ -109,7 +116,7 @@ static int table_done(scmp_filter_ctx ctx, const struct filter_opts *o, int rc,
 		      scmp_filter_ctx *out)
 {
 	if (!rc && o->trap_ns_changes)
-		rc = add_ns_rules(ctx);
+		rc = add_ns_rules(ctx, trap_action(o));
 	if (rc) {
 		if (ctx)
 			seccomp_release(ctx);
@@ -129,10 +136,10 @@ static int build_64(uint32_t arch, const struct filter_opts *o, scmp_filter_ctx 
 	int rc = table_ctx(arch, &ctx);
 
 	for (size_t i = 0; !rc && i < sizeof(sem_calls) / sizeof(sem_calls[0]); i++)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, sem_calls[i], 0);
+		rc = seccomp_rule_add(ctx, trap_action(o), sem_calls[i], 0);
 	for (size_t i = 0; !rc && o->trap_opens && i < sizeof(open_calls) / sizeof(open_calls[0]);
 	     i++)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, open_calls[i], 0);
+		rc = seccomp_rule_add(ctx, trap_action(o), open_calls[i], 0);
 	return table_done(ctx, o, rc, out);
 }
 
@@ -156,6 +163,31 @@ static int build_i386(const struct filter_opts *o, scmp_filter_ctx *out)
 			rc = 0;
 	}
 	return table_done(ctx, o, rc, out);
+}
+
+int filter_probe_notify(void)
+{
+	/* the smallest filter: allow everything */
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { 1, &allow };
+	int status, fd;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* a child that ends at once: the filter and no_new_privs go with it */
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			_exit(errno);
+		fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				  SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+		_exit(fd < 0 ? errno : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? -WEXITSTATUS(status) : -ECHILD;
 }
 
 bool filter_kernel_has_x32(void)
@@ -233,9 +265,10 @@ int filter_export(const struct filter_opts *opts, void **prog)
 /*
  * libseccomp builds the program; the kernel gets it through the raw system call, because
  * libseccomp 2.5.4's seccomp_load() can report a stale errno (EFAULT) where the kernel said
- * EBUSY, and EBUSY is the one a user must be told about. Returns the listener fd or -errno.
+ * EBUSY, and EBUSY is the one a user must be told about. Returns the listener fd (0 without
+ * one) or -errno.
  */
-static int load(scmp_filter_ctx ctx, bool nnp)
+static int load(scmp_filter_ctx ctx, bool nnp, bool listener)
 {
 	struct sock_fprog fprog;
 	struct sock_filter *bpf;
@@ -250,8 +283,8 @@ static int load(scmp_filter_ctx ctx, bool nnp)
 		free(bpf);
 		return -err;
 	}
-	fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-			  &fprog);
+	fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			  listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &fprog);
 	err = errno;
 	free(bpf);
 	/* the kernel sets close-on-exec on the listener itself */
@@ -268,7 +301,7 @@ int filter_install(const struct filter_opts *opts, char *err, size_t errlen)
 		snprintf(err, errlen, "building the seccomp filter: %s", strerror(-rc));
 		return rc;
 	}
-	fd = load(ctx, opts->force_nnp || !have_sys_admin());
+	fd = load(ctx, opts->force_nnp || !have_sys_admin(), !opts->trace);
 	seccomp_release(ctx);
 	if (fd >= 0)
 		return fd;

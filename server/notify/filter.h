@@ -7,7 +7,8 @@
  * i386's (int $0x80, at AUDIT_ARCH_I386 with numbers and layouts of its own). The filter names
  * each table's own numbers:
  *
- *   x86_64, x32   semget, semop, semtimedop, semctl            trapped (SCMP_ACT_NOTIFY), served
+ *   x86_64, x32   semget, semop, semtimedop, semctl            trapped (SCMP_ACT_NOTIFY, or
+ *                                                                SCMP_ACT_TRACE), served
  *                 (x32 only where the kernel has it: elsewhere its calls stay ENOSYS, as natively)
  *   i386          ipc(2) SEMOP, SEMGET, SEMCTL, SEMTIMEDOP      ENOSYS, with any version in
  *                 (call & 0xffff, as the kernel decodes it),    the call's upper 16 bits
@@ -44,15 +45,26 @@ struct filter_opts {
 	bool trap_opens;
 	/* Set no_new_privs even when privileged enough not to need it. */
 	bool force_nnp;
+	/*
+	 * Trap with SECCOMP_RET_TRACE instead, for a tracer (ptrace.h): no listener is made, so
+	 * a filter with one above does not stand in the way.
+	 */
+	bool trace;
 };
 
 /*
  * Install the filter on the calling thread (and so on everything it execs and forks). Returns
- * the listener fd (close-on-exec), or -errno with a sentence in err: EBUSY when a filter above
+ * the listener fd (close-on-exec; 0 with opts->trace), or -errno with a sentence in err: EBUSY when a filter above
  * already has a listener (nested supervisors), EACCES without no_new_privs or CAP_SYS_ADMIN,
  * ENOSYS/EINVAL when the kernel lacks user notification.
  */
 int filter_install(const struct filter_opts *opts, char *err, size_t errlen);
+
+/*
+ * Could a child of ours install a filter with a listener? 0, or why not (filter_install()'s
+ * errnos: EBUSY when one with a listener is above us). Forks a child that tries and ends.
+ */
+int filter_probe_notify(void);
 
 /* Does this kernel serve the x32 table (CONFIG_X86_X32_ABI)? */
 bool filter_kernel_has_x32(void);

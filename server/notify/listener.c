@@ -27,6 +27,8 @@ void nt_listener_put(struct nt_listener *l)
 {
 	if (atomic_fetch_sub_explicit(&l->refcount, 1, memory_order_acq_rel) != 1)
 		return;
+	if (l->tp->release)
+		l->tp->release(l);
 	close(l->src.fd);
 	if (l->fixed_ns)
 		nt_ns_put(l->fixed_ns);
@@ -59,7 +61,8 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 		return -ENOMEM;
 	}
 	l->src = (struct nt_src){ SRC_LISTENER, fd };
-	l->tp = &nt_seccomp_transport;
+	l->tp = opts && opts->tp ? opts->tp : &nt_seccomp_transport;
+	l->tp_ctx = opts ? opts->tp_ctx : NULL;
 	l->refcount = 1;
 	l->super = s;
 	l->ns_traps = opts && opts->ns_traps;
@@ -79,8 +82,8 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	 * Wake-ups on the current CPU (6.6+). Without it the caller and the worker tend to land
 	 * on different CPUs and every call pays for cross-CPU wake-ups.
 	 */
-	l->sync_wake =
-	    !ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+	l->sync_wake = l->tp == &nt_seccomp_transport && !ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+								SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 
 	xlock(&s->lock);
 	cds_list_add_tail(&l->node, &s->listeners);

@@ -22,6 +22,7 @@ struct nt_ns;
 struct nt_listener {
 	struct nt_src src;
 	const struct nt_transport *tp;
+	void *tp_ctx;	     /* the transport's own (nt_listener_opts.tp_ctx) */
 	atomic_int refcount; /* the registry's, plus one per request in flight or parked */
 	struct nt_super *super;
 	struct cds_list_head node; /* s->listeners, under s->lock */

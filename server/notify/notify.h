@@ -45,6 +45,8 @@ struct nt_pod {
 	char container[64]; /* a DNS label; "" in a namespace's names */
 };
 
+struct nt_transport;
+
 struct nt_listener_opts {
 	const char *name;	  /* for logs: "pid 1234", a container id, ... */
 	const struct nt_pod *pod; /* or NULL */
@@ -54,6 +56,9 @@ struct nt_listener_opts {
 	const char *ns_name;	  /* non-NULL: serve it from this named namespace instead of one
 				   per IPC namespace */
 	uint64_t key;		  /* names it in a saved state (nt_super_save()); 0: none */
+	/* how its calls come (transport.h); NULL: fd is a seccomp notifier */
+	const struct nt_transport *tp;
+	void *tp_ctx;
 };
 
 /* Counters, summed over workers when read. */

@@ -179,6 +179,8 @@ int nt_park(struct nt_super *s, struct nt_req *r)
 		return -ENOMEM;
 	}
 	/* (if it completed meanwhile, its deliverer answers it) */
+	if (r->l->tp->parked)
+		r->l->tp->parked(r->l, r->id);
 	return 0;
 }
 

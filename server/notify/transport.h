@@ -3,8 +3,8 @@
  * How a trapped call reaches the supervisor and how it goes back: receive it, answer it, ask
  * whether its caller still waits, and read or write the caller's memory. The serving code
  * (serve.c, parked.c, ident.c) does all of that through this interface only, so that another
- * way of trapping calls can stand behind the same code. The one there is, seccomp user
- * notification, is in transport.c.
+ * way of trapping calls can stand behind the same code: seccomp user notification
+ * (transport.c) and ptrace (ptrace.h).
  *
  * A call is described as the kernel's struct seccomp_notif describes it (id, thread, ABI,
  * number, arguments), whatever brought it.
@@ -61,6 +61,10 @@ struct nt_transport {
 	void (*read)(const struct nt_listener *l, pid_t tid, struct nt_span *spans, int n);
 	int (*write)(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf,
 		     size_t len);
+	/* Optional: call id waits, parked (nt_park()); it stays pending until answered. */
+	void (*parked)(const struct nt_listener *l, uint64_t id);
+	/* Optional: the listener is being freed; its fd is closed after this. */
+	void (*release)(struct nt_listener *l);
 };
 
 #define NT_CONTINUE SECCOMP_USER_NOTIF_FLAG_CONTINUE

@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ptrace transport: the tracer thread and the calls' states (ptrace.h has the design).
+ *
+ * Locking: t->lock covers the tracee table, the queue of calls, the tracer's to-do list and
+ * every tracee's state. The tracer holds it while it makes ptrace requests for a stop or for
+ * its to-do list (a few microseconds), never while it waits. Workers take it in recv, answer,
+ * waits and parked, under their thread locks: it is a leaf.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <urcu/list.h>
+
+#include "lock/xpthread.h"
+#include "notify/listener.h"
+#include "notify/ptrace.h"
+#include "notify/target.h"
+
+#ifndef __X32_SYSCALL_BIT
+#define __X32_SYSCALL_BIT 0x40000000
+#endif
+#define ERESTARTSYS 512 /* the kernel's, never seen by a program */
+
+#define PT_OPTIONS                                                                                 \
+	(PTRACE_O_TRACESECCOMP | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |                        \
+	 PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)
+
+#define PT_PARK_DELAY_NS 1000000LL /* do_todo() */
+
+enum pt_state { PT_RUNNING, PT_STOPPED, PT_ANSWERED, PT_PARKING, PT_SLEEPING, PT_WAKING };
+
+struct pt_tracee {
+	pid_t tid;
+	enum pt_state state;
+	struct seccomp_notif call; /* its call, while not RUNNING */
+	long val;		   /* ANSWERED, WAKING: the answer */
+	int64_t park_at;	   /* PARKING: when it is put to sleep */
+	unsigned int flags;	   /* ANSWERED: NT_CONTINUE or 0 */
+	bool interrupted;	   /* WAKING: PTRACE_INTERRUPT sent */
+	struct pt_tracee *next;	   /* in its hash bucket */
+	struct cds_list_head queue_node; /* t->queue while its call waits to be received */
+	struct cds_list_head todo_node;	 /* t->todo while the tracer has work for it */
+};
+
+#define PT_BUCKETS 1024
+
+struct pt_tracer {
+	pthread_mutex_t lock;
+	pthread_t thread;
+	pid_t first;
+	int rfd, wfd;	/* the pipe: rfd is the listener's fd, wfd the tracer's (-1: closed) */
+	int sigfd, kick; /* SIGCHLD, and the workers' eventfd */
+	/* the start's outcome, for pt_tracer_start() */
+	pthread_cond_t started_cond;
+	bool started;
+	int start_err;
+	atomic_bool stop;
+	uint32_t seq; /* call ids: seq << 32 | tid */
+	int ntracees;
+	struct pt_tracee *buckets[PT_BUCKETS];
+	struct cds_list_head queue, todo;
+};
+
+/* ---- the table, the queue and the to-do list; all under t->lock ---- */
+
+static struct pt_tracee **slot_of(struct pt_tracer *t, pid_t tid)
+{
+	struct pt_tracee **pp = &t->buckets[(unsigned int)tid % PT_BUCKETS];
+
+	while (*pp && (*pp)->tid != tid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static struct pt_tracee *find(struct pt_tracer *t, pid_t tid)
+{
+	return *slot_of(t, tid);
+}
+
+/* The tracee tid, made RUNNING if new; NULL only without memory. */
+static struct pt_tracee *find_or_add(struct pt_tracer *t, pid_t tid)
+{
+	struct pt_tracee **pp = slot_of(t, tid), *te = *pp;
+
+	if (te)
+		return te;
+	te = calloc(1, sizeof(*te));
+	if (!te)
+		return NULL;
+	te->tid = tid;
+	CDS_INIT_LIST_HEAD(&te->queue_node);
+	CDS_INIT_LIST_HEAD(&te->todo_node);
+	*pp = te;
+	t->ntracees++;
+	return te;
+}
+
+/* The pipe holds one byte exactly while the queue is not empty. */
+static void queue_add(struct pt_tracer *t, struct pt_tracee *te)
+{
+	char c = 1;
+
+	if (cds_list_empty(&t->queue) && t->wfd >= 0 && write(t->wfd, &c, 1) != 1)
+		abort(); /* a pipe with nothing in it takes a byte */
+	cds_list_add_tail(&te->queue_node, &t->queue);
+}
+
+static void queue_del(struct pt_tracer *t, struct pt_tracee *te)
+{
+	char c;
+
+	if (cds_list_empty(&te->queue_node))
+		return;
+	cds_list_del_init(&te->queue_node);
+	if (cds_list_empty(&t->queue) && read(t->rfd, &c, 1) < 0) {
+		/* the byte went with the write end: nothing to take */
+	}
+}
+
+/*
+ * Work for the tracer. It is woken for work due now, and for a parked call only if it sleeps
+ * without a deadline: any it has is earlier than the new one.
+ */
+static void todo_add(struct pt_tracer *t, struct pt_tracee *te)
+{
+	uint64_t one = 1;
+	bool wake = te->state != PT_PARKING || cds_list_empty(&t->todo);
+
+	if (wake && write(t->kick, &one, sizeof(one)) != sizeof(one))
+		abort(); /* an eventfd below its maximum takes it */
+	if (cds_list_empty(&te->todo_node))
+		cds_list_add_tail(&te->todo_node, &t->todo);
+}
+
+static void forget(struct pt_tracer *t, pid_t tid)
+{
+	struct pt_tracee **pp = slot_of(t, tid), *te = *pp;
+
+	if (!te)
+		return;
+	*pp = te->next;
+	queue_del(t, te);
+	cds_list_del(&te->todo_node);
+	free(te);
+	t->ntracees--;
+}
+
+/* ---- ptrace requests; the tracer thread's, under t->lock ---- */
+
+static void resume(pid_t tid, int sig)
+{
+	/* ESRCH: killed meanwhile (SIGKILL needs no tracer); its exit is reported */
+	ptrace(PTRACE_CONT, tid, 0, (void *)(intptr_t)sig);
+}
+
+/* The stopped te's system call skipped, returning val; or its number and result changed. */
+static int set_syscall(pid_t tid, long nr, long ret)
+{
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
+		return -errno;
+	regs.orig_rax = (unsigned long long)nr;
+	regs.rax = (unsigned long long)ret;
+	return ptrace(PTRACE_SETREGS, tid, 0, &regs) ? -errno : 0;
+}
+
+/* te stopped somewhere with its answer due: the call ends with it, whatever else happens. */
+static void deliver(struct pt_tracee *te)
+{
+	set_syscall(te->tid, -1, te->val);
+	te->state = PT_RUNNING;
+}
+
+static long pause_nr(const struct pt_tracee *te)
+{
+	if (te->call.data.arch == AUDIT_ARCH_I386)
+		return 29;
+	return (te->call.data.nr & __X32_SYSCALL_BIT) ? (__X32_SYSCALL_BIT | SYS_pause) : SYS_pause;
+}
+
+/*
+ * The tracer's work; how long until a parked call is due to sleep (-1: none waits). A call
+ * that is answered soon after it parks (a lock passed on) is answered from its seccomp stop,
+ * which saves two stops; one that still waits after PT_PARK_DELAY_NS sleeps, so that its
+ * signals are seen. A signal sent before that finds it at once when it sleeps, and ends the
+ * call as natively: the wait is interrupted (only later, by at most that delay).
+ */
+static int64_t do_todo(struct pt_tracer *t)
+{
+	struct pt_tracee *te, *tmp;
+	int64_t now = nt_now_ns(), next = -1;
+
+	cds_list_for_each_entry_safe(te, tmp, &t->todo, todo_node) {
+		if (te->state == PT_PARKING && te->park_at > now) {
+			if (next < 0 || te->park_at - now < next)
+				next = te->park_at - now;
+			continue;
+		}
+		cds_list_del_init(&te->todo_node);
+		switch (te->state) {
+		case PT_ANSWERED:
+			if (!(te->flags & NT_CONTINUE))
+				set_syscall(te->tid, -1, te->val);
+			te->state = PT_RUNNING;
+			resume(te->tid, 0);
+			break;
+		case PT_PARKING:
+			/* pause() sleeps interruptibly; the filter lets it through */
+			set_syscall(te->tid, pause_nr(te), -ENOSYS);
+			te->state = PT_SLEEPING;
+			resume(te->tid, 0);
+			break;
+		case PT_WAKING:
+			if (!te->interrupted)
+				ptrace(PTRACE_INTERRUPT, te->tid, 0, 0);
+			te->interrupted = true;
+			break;
+		default:
+			break;
+		}
+	}
+	return next;
+}
+
+/* ---- stops ---- */
+
+/* Would sig be thrown away natively, never interrupting a wait? (/proc: the process's.) */
+static bool ignored_natively(pid_t tid, int sig)
+{
+	unsigned long long ign = 0, cgt = 0, bit = 1ULL << (sig - 1);
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "SigIgn: %llx", &ign);
+		sscanf(line, "SigCgt: %llx", &cgt);
+	}
+	fclose(f);
+	if (ign & bit)
+		return true;
+	return !(cgt & bit) &&
+	       (sig == SIGCHLD || sig == SIGCONT || sig == SIGURG || sig == SIGWINCH);
+}
+
+static void on_call(struct pt_tracer *t, struct pt_tracee *te)
+{
+	struct __ptrace_syscall_info info;
+
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, te->tid, sizeof(info), &info) <= 0 ||
+	    info.op != PTRACE_SYSCALL_INFO_SECCOMP) {
+		resume(te->tid, 0);
+		return;
+	}
+	memset(&te->call, 0, sizeof(te->call));
+	te->call.id = (uint64_t)++t->seq << 32 | (uint32_t)te->tid;
+	te->call.pid = (uint32_t)te->tid;
+	te->call.data.nr = (int)info.seccomp.nr;
+	te->call.data.arch = info.arch;
+	te->call.data.instruction_pointer = info.instruction_pointer;
+	for (int i = 0; i < 6; i++)
+		te->call.data.args[i] = info.seccomp.args[i];
+	te->state = PT_STOPPED;
+	te->interrupted = false;
+	queue_add(t, te);
+}
+
+/* A SLEEPING te is interrupted: its call ends as seccomp ends an interrupted notification. */
+static void cancel(struct pt_tracee *te)
+{
+	set_syscall(te->tid, te->call.data.nr, -ERESTARTSYS);
+	te->state = PT_RUNNING;
+}
+
+static void on_signal(struct pt_tracee *te, int sig)
+{
+	if (te->state == PT_WAKING) {
+		deliver(te); /* answered first: the handler runs after the call returns */
+	} else if (te->state == PT_SLEEPING) {
+		if (ignored_natively(te->tid, sig)) {
+			resume(te->tid, 0); /* pause() restarts: the signal is not delivered */
+			return;
+		}
+		cancel(te);
+	}
+	resume(te->tid, sig);
+}
+
+static void on_event_stop(struct pt_tracee *te, int sig)
+{
+	if (te->state == PT_WAKING)
+		deliver(te);
+	if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+		/* a group-stop, which natively interrupts a semop too */
+		if (te->state == PT_SLEEPING)
+			cancel(te);
+		ptrace(PTRACE_LISTEN, te->tid, 0, 0); /* stay stopped until SIGCONT, as natively */
+	} else {
+		resume(te->tid, 0); /* our interrupt, or a new tracee's first stop */
+	}
+}
+
+static void on_stop(struct pt_tracer *t, pid_t tid, int status)
+{
+	struct pt_tracee *te = find_or_add(t, tid);
+	int sig = WSTOPSIG(status), event = (unsigned int)status >> 16;
+	unsigned long msg = 0;
+
+	if (!te) {
+		/* no memory to follow it: it must not run unserved */
+		kill(tid, SIGKILL);
+		return;
+	}
+	switch (event) {
+	case PTRACE_EVENT_SECCOMP:
+		on_call(t, te);
+		return;
+	case PTRACE_EVENT_CLONE:
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+		/* counted now, so that the tree is never seen empty between the two */
+		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) && !find_or_add(t, (pid_t)msg))
+			kill((pid_t)msg, SIGKILL);
+		resume(tid, 0);
+		return;
+	case PTRACE_EVENT_EXEC:
+		/*
+		 * A thread other than the leader exec'd: it has the leader's number now, and the
+		 * leader (whose record this was) is gone without a word, its call with it.
+		 */
+		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) && (pid_t)msg != tid) {
+			forget(t, (pid_t)msg);
+			forget(t, tid);
+			if (!find_or_add(t, tid)) {
+				kill(tid, SIGKILL);
+				return;
+			}
+		}
+		resume(tid, 0);
+		return;
+	case PTRACE_EVENT_STOP:
+		on_event_stop(te, sig);
+		return;
+	case 0:
+		on_signal(te, sig);
+		return;
+	default:
+		resume(tid, 0);
+	}
+}
+
+/* Every tracee is gone (ECHILD): nothing is left to answer. */
+static void forget_all(struct pt_tracer *t)
+{
+	for (int i = 0; i < PT_BUCKETS; i++)
+		while (t->buckets[i])
+			forget(t, t->buckets[i]->tid);
+}
+
+static void reap(struct pt_tracer *t)
+{
+	int status;
+	pid_t tid;
+
+	while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+		if (WIFSTOPPED(status))
+			on_stop(t, tid, status);
+		else if (WIFEXITED(status) || WIFSIGNALED(status))
+			forget(t, tid);
+	}
+	if (tid < 0 && errno == ECHILD)
+		forget_all(t);
+}
+
+static void *tracer_main(void *arg)
+{
+	struct pt_tracer *t = arg;
+	struct pollfd pfd[2] = { { .fd = t->sigfd, .events = POLLIN },
+				 { .fd = t->kick, .events = POLLIN } };
+	struct signalfd_siginfo si;
+	int64_t next = -1;
+	uint64_t n;
+	sigset_t all;
+	int err = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	if (ptrace(PTRACE_SEIZE, t->first, 0, PT_OPTIONS))
+		err = errno;
+	xlock(&t->lock);
+	if (!err && !find_or_add(t, t->first))
+		err = ENOMEM;
+	t->start_err = err;
+	t->started = true;
+	pthread_cond_broadcast(&t->started_cond);
+	xunlock(&t->lock);
+	if (err)
+		return NULL;
+
+	while (!atomic_load(&t->stop)) {
+		struct timespec ts = { next / 1000000000, next % 1000000000 };
+
+		if (ppoll(pfd, 2, next < 0 ? NULL : &ts, NULL) < 0 && errno != EINTR)
+			break;
+		while (read(t->sigfd, &si, sizeof(si)) == sizeof(si))
+			;
+		if (read(t->kick, &n, sizeof(n)) < 0) {
+			/* EAGAIN: no work was left */
+		}
+		xlock(&t->lock);
+		reap(t);
+		next = do_todo(t);
+		if (!t->ntracees) {
+			xunlock(&t->lock);
+			break;
+		}
+		xunlock(&t->lock);
+	}
+	/* The tree is gone (or we stop, and PTRACE_O_EXITKILL ends it): the listener hangs up. */
+	xlock(&t->lock);
+	close(t->wfd);
+	t->wfd = -1;
+	xunlock(&t->lock);
+	return NULL;
+}
+
+int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen)
+{
+	struct pt_tracer *t = calloc(1, sizeof(*t));
+	sigset_t chld;
+	int pipefd[2], rc;
+
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	t->first = pid;
+	t->rfd = t->wfd = t->sigfd = t->kick = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->started_cond, NULL);
+	CDS_INIT_LIST_HEAD(&t->queue);
+	CDS_INIT_LIST_HEAD(&t->todo);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, NULL);
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) ||
+	    (t->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
+	    (t->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "tracer: %s", strerror(-rc));
+		goto fail;
+	}
+	t->rfd = pipefd[0];
+	t->wfd = pipefd[1];
+	rc = -pthread_create(&t->thread, NULL, tracer_main, t);
+	if (rc) {
+		snprintf(err, errlen, "tracer thread: %s", strerror(-rc));
+		goto fail;
+	}
+	xlock(&t->lock);
+	while (!t->started)
+		pthread_cond_wait(&t->started_cond, &t->lock);
+	rc = -t->start_err;
+	xunlock(&t->lock);
+	if (rc) {
+		pthread_join(t->thread, NULL);
+		snprintf(err, errlen, "cannot trace the program (PTRACE_SEIZE): %s%s", strerror(-rc),
+			 rc == -EPERM ? " (see /proc/sys/kernel/yama/ptrace_scope)" : "");
+		goto fail;
+	}
+	*out = t;
+	return t->rfd;
+fail:
+	if (t->rfd >= 0)
+		close(t->rfd);
+	if (t->wfd >= 0)
+		close(t->wfd);
+	if (t->sigfd >= 0)
+		close(t->sigfd);
+	if (t->kick >= 0)
+		close(t->kick);
+	free(t);
+	return rc;
+}
+
+/* ---- the transport, called by the serving threads ---- */
+
+static struct pt_tracer *tracer_of(const struct nt_listener *l)
+{
+	return l->tp_ctx;
+}
+
+static int pt_recv(struct nt_listener *l, struct seccomp_notif *n, size_t size)
+{
+	struct pt_tracer *t = tracer_of(l);
+	struct pt_tracee *te;
+
+	xlock(&t->lock);
+	if (cds_list_empty(&t->queue)) {
+		xunlock(&t->lock);
+		return -ENOENT;
+	}
+	te = cds_list_first_entry(&t->queue, struct pt_tracee, queue_node);
+	queue_del(t, te);
+	memset(n, 0, size);
+	memcpy(n, &te->call, sizeof(te->call) < size ? sizeof(te->call) : size);
+	xunlock(&t->lock);
+	return 0;
+}
+
+static struct pt_tracee *pending(struct pt_tracer *t, uint64_t id)
+{
+	struct pt_tracee *te = find(t, (pid_t)(uint32_t)id);
+
+	if (!te || te->call.id != id)
+		return NULL;
+	switch (te->state) {
+	case PT_STOPPED:
+	case PT_PARKING:
+	case PT_SLEEPING:
+		return te;
+	default:
+		return NULL;
+	}
+}
+
+static int pt_answer(const struct nt_listener *l, uint64_t id, long val, unsigned int flags)
+{
+	struct pt_tracer *t = tracer_of(l);
+	struct pt_tracee *te;
+	int rc = 0;
+
+	xlock(&t->lock);
+	te = pending(t, id);
+	if (!te) {
+		rc = -ENOENT;
+	} else {
+		te->val = val;
+		te->flags = flags;
+		te->state = te->state == PT_SLEEPING ? PT_WAKING : PT_ANSWERED;
+		todo_add(t, te);
+	}
+	xunlock(&t->lock);
+	return rc;
+}
+
+static int pt_answer_fd(const struct nt_listener *l, uint64_t id, int fd, bool cloexec)
+{
+	(void)l, (void)id, (void)fd, (void)cloexec;
+	return -EOPNOTSUPP;
+}
+
+static bool pt_waits(const struct nt_listener *l, uint64_t id)
+{
+	struct pt_tracer *t = tracer_of(l);
+	bool waits;
+
+	xlock(&t->lock);
+	waits = pending(t, id) != NULL;
+	xunlock(&t->lock);
+	return waits;
+}
+
+static void pt_parked(const struct nt_listener *l, uint64_t id)
+{
+	struct pt_tracer *t = tracer_of(l);
+	struct pt_tracee *te;
+
+	xlock(&t->lock);
+	te = pending(t, id);
+	if (te && te->state == PT_STOPPED) {
+		te->state = PT_PARKING;
+		te->park_at = nt_now_ns() + PT_PARK_DELAY_NS;
+		todo_add(t, te);
+	}
+	xunlock(&t->lock);
+}
+
+static void pt_read(const struct nt_listener *l, pid_t tid, struct nt_span *sp, int n)
+{
+	(void)l;
+	for (int i = 0; i < n; i++)
+		sp[i].err = tgt_read(tid, sp[i].addr, sp[i].buf, sp[i].len);
+}
+
+static int pt_write(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf,
+		    size_t len)
+{
+	(void)l;
+	return tgt_write(tid, addr, buf, len);
+}
+
+/* The listener goes: the tracer stops (its tracees die with it, PTRACE_O_EXITKILL). */
+static void pt_release(struct nt_listener *l)
+{
+	struct pt_tracer *t = tracer_of(l);
+	uint64_t one = 1;
+
+	atomic_store(&t->stop, true);
+	if (write(t->kick, &one, sizeof(one)) < 0) {
+		/* it is at its maximum: the tracer wakes anyway */
+	}
+	pthread_join(t->thread, NULL);
+	close(t->sigfd);
+	close(t->kick);
+	for (int i = 0; i < PT_BUCKETS; i++)
+		while (t->buckets[i]) {
+			struct pt_tracee *te = t->buckets[i];
+
+			t->buckets[i] = te->next;
+			free(te);
+		}
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->started_cond);
+	free(t);
+	/* t->rfd is the listener's fd: its owner closes it */
+}
+
+const struct nt_transport nt_ptrace_transport = {
+	.name = "ptrace",
+	.recv = pt_recv,
+	.answer = pt_answer,
+	.answer_fd = pt_answer_fd,
+	.waits = pt_waits,
+	.read = pt_read,
+	.write = pt_write,
+	.parked = pt_parked,
+	.release = pt_release,
+};

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ptrace transport (transport.h), for where seccomp user notification cannot be had: a
+ * filter with a listener is installed above already (a nested sandbox, a container whose
+ * runtime installed one, another supervisor), or the kernel lacks it. The program's filter
+ * returns SECCOMP_RET_TRACE for the calls notification would trap (filter.h), and one tracer
+ * thread of the supervisor takes them from the ptrace stops they make and hands them to the
+ * ordinary serving code as if they were notifications. Every other call runs untraced.
+ *
+ * The tracer
+ * ----------
+ * Only the thread that seized a tracee may make ptrace requests of it, so one thread does all
+ * of them: it waits for stops (SIGCHLD through a signalfd) and for work the serving threads
+ * leave it (an eventfd), and never for anything else. It follows the whole program tree
+ * (PTRACE_O_TRACECLONE, FORK, VFORK, EXEC) and kills it if it dies itself
+ * (PTRACE_O_EXITKILL): a tracee left parked without a tracer would sleep for ever.
+ *
+ * A call's life, one tracee at a time (pt_state, under t->lock):
+ *   RUNNING    no call of ours.
+ *   STOPPED    in its seccomp stop: the call is on the queue the listener fd stands for, or
+ *              being served. The serving threads see a notification: id, tid, arch, nr, args.
+ *   ANSWERED   still stopped, answered: the tracer skips the call (orig_rax -1) and sets the
+ *              result, or lets it run on (NT_CONTINUE), and resumes it.
+ *   PARKING    still stopped, parked by the serving code (nt_park()). If it still waits
+ *   SLEEPING   1 ms later, the tracer turns the call into pause(2) and resumes it, so the
+ *              thread sleeps interruptibly as it would in semop and its signals reach the
+ *              tracer (signal-delivery-stops). A wait that ends sooner (a lock passed on) is
+ *              answered from the seccomp stop, two stops cheaper; a signal sent meanwhile is
+ *              pending when pause() starts, and interrupts it at once.
+ *   WAKING     sleeping, answered: the tracer interrupts it (PTRACE_INTERRUPT) and sets the
+ *              result at its next stop, whichever stop that is.
+ * An answer is final once taken: from STOPPED or SLEEPING the thread cannot leave without the
+ * tracer, except by dying. So answer() never waits for the tracer.
+ *
+ * Signals. A signal for a SLEEPING thread is seen at its signal-delivery-stop. If it would be
+ * ignored natively (SIG_IGN, or SIG_DFL of a signal whose default is to ignore it: no native
+ * semop ever sees those) it is suppressed and pause() restarts. Otherwise the call is
+ * cancelled (waits() turns false, as for a cancelled notification) and the thread is left as
+ * seccomp leaves an interrupted notification: the system call's number back, -ERESTARTSYS as
+ * its result, the signal delivered. Without SA_RESTART that is EINTR; with it (or after
+ * SIGSTOP and SIGCONT) the call restarts, and the serving code answers the restart EINTR as it
+ * does for notifications (parked.h): semop is never restarted natively. A signal for a
+ * STOPPED thread waits until it runs again, as it would while a non-blocking semop ran.
+ * Group-stops are let be (PTRACE_LISTEN), so SIGSTOP and SIGCONT behave natively.
+ *
+ * The listener's fd is the read end of a pipe holding one byte while the queue of calls is
+ * not empty, so the workers' epoll serves it as any listener; the tracer closes the write end
+ * when its last tracee is gone, which the workers see as the listener's hang-up.
+ *
+ * What it cannot do: put a file into a tracee (answer_fd: EOPNOTSUPP, so no --proc-view), and
+ * a program that traces its own children or attaches to others (gdb, strace) gets EPERM from
+ * ptrace, as each thread has one tracer.
+ */
+#ifndef SV_NOTIFY_PTRACE_H
+#define SV_NOTIFY_PTRACE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "notify/transport.h"
+
+struct pt_tracer;
+
+/*
+ * Seize pid (which has let us trace it: PR_SET_PTRACER) from a tracer thread of our own. The
+ * fd to add as the listener (nt_listener_opts.tp = &nt_ptrace_transport, .tp_ctx = *out), or
+ * -errno with a sentence in err. SIGCHLD must be blocked in every thread of the process: the
+ * caller's mask is changed to block it, so threads it starts later inherit that.
+ */
+int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen);
+
+extern const struct nt_transport nt_ptrace_transport;
+
+#endif
