@@ -171,6 +171,8 @@ if [ "$SEMVISORD" != none ]; then
 	JOURNAL_ROW=(--run-under=semvisord+journal "$RUN" --daemon="$SOCKJ" --)
 fi
 RUN_ROW=(--run-under=semvisor-run "$RUN" --)
+# The ptrace backend (server/notify/ptrace.h), beside floor's own bare ptrace row.
+PTRACE_ROW=(--run-under=semvisor-run-ptrace "$RUN" --backend=ptrace --)
 GLOBAL_ROW=(--run-under=semvisor-run-global "$GLOBAL/semvisor-run" --)
 
 # ---- who else is using the CPUs ----------------------------------------------------------------
@@ -245,11 +247,11 @@ Q=()
 [ "$MODE" = quick ] && Q=(--quick)
 
 step floor "$O/bench/floor" "${Q[@]}" --out "$RES/floor.tsv" "${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" \
-	"${JOURNAL_ROW[@]}"
+	"${JOURNAL_ROW[@]}" "${PTRACE_ROW[@]}"
 # The same with everything on one CPU: on this VM the cost of a round trip depends on whether the
 # answering thread runs on the caller's CPU (floor.md), and unpinned rows flip between the two.
 step floor_same "$O/bench/floor" "${Q[@]}" --cpu-pin=same --out "$RES/floor_same.tsv" \
-	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${JOURNAL_ROW[@]}"
+	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${JOURNAL_ROW[@]}" "${PTRACE_ROW[@]}"
 step engine "$O/bench/engine" "${Q[@]}" --out "$RES/engine.tsv"
 step engine_global "$GLOBAL/bench/engine" "${Q[@]}" --out "$RES/engine_global.tsv"
 if [ "$MODE" = full ]; then
@@ -417,6 +419,8 @@ section() { # section NAME TITLE [fence]
 			echo "| semvisord crash-safe (journal on) uncontended <= 1.15x the floor ($f, $dhow) | ${fj:-NA}x | $(verdict "${fj:-NA}" '<=' 1.15) |"
 			echo "| (what the journal costs: crash-safe semvisord against semvisord without it, $f) | ${jr:-NA}x | information |"
 		fi
+		pr=$(ratio "$(tsv_get "$RES/$f.tsv" semvisor-run-ptrace 2)" "$(tsv_get "$RES/$f.tsv" ptrace 2)")
+		echo "| semvisor-run --backend=ptrace uncontended <= 1.15x the bare ptrace floor ($f, $how) | ${pr:-NA}x | $(verdict "${pr:-NA}" '<=' 1.15) |"
 	done
 	e1=$(tsv_get "$RES/engine.tsv" ops_1t 2)
 	echo "| engine single thread >= 10 M ops/s (engine) | ${e1:-NA} ops/s | $(verdict "${e1:-NA}" '>=' 10000000) |"

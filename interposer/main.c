@@ -119,8 +119,8 @@ static void usage(FILE *f)
 	       "\n"
 	       "Exit status: PROGRAM's (if it dies from a signal, semvisor-run dies from the same\n"
 	       "signal); 125 if semvisor-run itself fails (for example when seccomp user\n"
-	       "notification is unavailable, or another supervisor's filter is already installed\n"
-	       "above); 126 if PROGRAM cannot be run; 127 if it is not found.\n");
+	       "notification is unavailable with --backend=notify, or PROGRAM cannot be traced\n"
+	       "with --backend=ptrace); 126 if PROGRAM cannot be run; 127 if it is not found.\n");
 }
 
 static void parse_options(int argc, char **argv, struct options *o)

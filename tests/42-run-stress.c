@@ -4,8 +4,8 @@
  * SEM_UNDO takes and give-backs, atomic transfers and waits on shared semaphores while the
  * parent kills, stops and signals them at random; at the end the values must add up to the
  * initial total again and nobody may be left asleep. Run natively first (the invariant must hold
- * there, or the test itself is wrong), then under semvisor-run, with the default worker pool and
- * with a single worker thread.
+ * there, or the test itself is wrong), then under semvisor-run, with the default worker pool,
+ * with a single worker thread, and through the ptrace backend.
  */
 #include <criterion/criterion.h>
 
@@ -49,4 +49,13 @@ Test(run_stress, conservation)
 Test(run_stress, conservation_one_worker)
 {
 	stress("3000", "6", "--workers=1");
+}
+
+/*
+ * The same through the ptrace backend: kills, SIGSTOP and signals land on tracees asleep in
+ * a parked call, stopped in a trapped one, or between two (server/notify/ptrace.h).
+ */
+Test(run_stress, conservation_ptrace)
+{
+	stress("5000", "8", "--backend=ptrace");
 }
