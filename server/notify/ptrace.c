@@ -31,7 +31,6 @@
 #include "lock/xpthread.h"
 #include "notify/listener.h"
 #include "notify/ptrace.h"
-#include "notify/target.h"
 
 #ifndef __X32_SYSCALL_BIT
 #define __X32_SYSCALL_BIT 0x40000000
@@ -39,22 +38,29 @@
 #define ERESTARTSYS 512 /* the kernel's, never seen by a program */
 
 #define PT_OPTIONS                                                                                 \
-	(PTRACE_O_TRACESECCOMP | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |                        \
-	 PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)
+	(PTRACE_O_TRACESECCOMP | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |  \
+	 PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)
 
 #define PT_PARK_DELAY_NS 1000000LL /* do_todo() */
 
-enum pt_state { PT_RUNNING, PT_STOPPED, PT_ANSWERED, PT_PARKING, PT_SLEEPING, PT_WAKING };
+enum pt_state {
+	PT_RUNNING,
+	PT_STOPPED,
+	PT_ANSWERED,
+	PT_PARKING,
+	PT_SLEEPING,
+	PT_WAKING
+};
 
 struct pt_tracee {
 	pid_t tid;
 	enum pt_state state;
-	struct seccomp_notif call; /* its call, while not RUNNING */
-	long val;		   /* ANSWERED, WAKING: the answer */
-	int64_t park_at;	   /* PARKING: when it is put to sleep */
-	unsigned int flags;	   /* ANSWERED: NT_CONTINUE or 0 */
-	bool interrupted;	   /* WAKING: PTRACE_INTERRUPT sent */
-	struct pt_tracee *next;	   /* in its hash bucket */
+	struct seccomp_notif call;	 /* its call, while not RUNNING */
+	long val;			 /* ANSWERED, WAKING: the answer */
+	int64_t park_at;		 /* PARKING: when it is put to sleep */
+	unsigned int flags;		 /* ANSWERED: NT_CONTINUE or 0 */
+	bool interrupted;		 /* WAKING: PTRACE_INTERRUPT sent */
+	struct pt_tracee *next;		 /* in its hash bucket */
 	struct cds_list_head queue_node; /* t->queue while its call waits to be received */
 	struct cds_list_head todo_node;	 /* t->todo while the tracer has work for it */
 };
@@ -65,7 +71,7 @@ struct pt_tracer {
 	pthread_mutex_t lock;
 	pthread_t thread;
 	pid_t first;
-	int rfd, wfd;	/* the pipe: rfd is the listener's fd, wfd the tracer's (-1: closed) */
+	int rfd, wfd;	 /* the pipe: rfd is the listener's fd, wfd the tracer's (-1: closed) */
 	int sigfd, kick; /* SIGCHLD, and the workers' eventfd */
 	/* the start's outcome, for pt_tracer_start() */
 	pthread_cond_t started_cond;
@@ -485,7 +491,8 @@ int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen)
 	xunlock(&t->lock);
 	if (rc) {
 		pthread_join(t->thread, NULL);
-		snprintf(err, errlen, "cannot trace the program (PTRACE_SEIZE): %s%s", strerror(-rc),
+		snprintf(err, errlen, "cannot trace the program (PTRACE_SEIZE): %s%s",
+			 strerror(-rc),
 			 rc == -EPERM ? " (see /proc/sys/kernel/yama/ptrace_scope)" : "");
 		goto fail;
 	}
@@ -597,20 +604,6 @@ static void pt_parked(const struct nt_listener *l, uint64_t id)
 	xunlock(&t->lock);
 }
 
-static void pt_read(const struct nt_listener *l, pid_t tid, struct nt_span *sp, int n)
-{
-	(void)l;
-	for (int i = 0; i < n; i++)
-		sp[i].err = tgt_read(tid, sp[i].addr, sp[i].buf, sp[i].len);
-}
-
-static int pt_write(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf,
-		    size_t len)
-{
-	(void)l;
-	return tgt_write(tid, addr, buf, len);
-}
-
 /* The listener goes: the tracer stops (its tracees die with it, PTRACE_O_EXITKILL). */
 static void pt_release(struct nt_listener *l)
 {
@@ -643,8 +636,8 @@ const struct nt_transport nt_ptrace_transport = {
 	.answer = pt_answer,
 	.answer_fd = pt_answer_fd,
 	.waits = pt_waits,
-	.read = pt_read,
-	.write = pt_write,
+	.read = nt_vm_read,
+	.write = nt_vm_write,
 	.parked = pt_parked,
 	.release = pt_release,
 };

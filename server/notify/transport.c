@@ -80,7 +80,7 @@ static int seccomp_answer_fd(const struct nt_listener *l, uint64_t id, int fd, b
 	return rc;
 }
 
-static void seccomp_read(const struct nt_listener *l, pid_t tid, struct nt_span *sp, int n)
+void nt_vm_read(const struct nt_listener *l, pid_t tid, struct nt_span *sp, int n)
 {
 	(void)l;
 	if (n == 2) { /* the common semtimedop: timeout and sops in one system call */
@@ -92,8 +92,7 @@ static void seccomp_read(const struct nt_listener *l, pid_t tid, struct nt_span 
 		sp[i].err = tgt_read(tid, sp[i].addr, sp[i].buf, sp[i].len);
 }
 
-static int seccomp_write(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf,
-			 size_t len)
+int nt_vm_write(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf, size_t len)
 {
 	(void)l;
 	return tgt_write(tid, addr, buf, len);
@@ -105,6 +104,6 @@ const struct nt_transport nt_seccomp_transport = {
 	.answer = seccomp_answer,
 	.answer_fd = seccomp_answer_fd,
 	.waits = seccomp_waits,
-	.read = seccomp_read,
-	.write = seccomp_write,
+	.read = nt_vm_read,
+	.write = nt_vm_write,
 };

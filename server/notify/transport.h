@@ -69,6 +69,13 @@ struct nt_transport {
 
 #define NT_CONTINUE SECCOMP_USER_NOTIF_FLAG_CONTINUE
 
+/*
+ * read and write for a transport whose callers are stopped in the call: process_vm_readv and
+ * process_vm_writev, with the caller's own access rights (target.h).
+ */
+void nt_vm_read(const struct nt_listener *l, pid_t tid, struct nt_span *sp, int n);
+int nt_vm_write(const struct nt_listener *l, pid_t tid, uint64_t addr, const void *buf, size_t len);
+
 /* Seccomp user notification: the listener's fd is a seccomp notifier. */
 extern const struct nt_transport nt_seccomp_transport;
 
