@@ -83,12 +83,18 @@ static int ns_reset_stats(struct nt_ns *n, void *arg)
 
 void nt_super_reset_stats(struct nt_super *s)
 {
+	struct nt_worker *wk;
+
 	for (int i = 0; i < s->nworkers; i++)
 		stats_zero(&s->workers[i].stats);
 	if (s->rcv)
 		stats_zero(&s->rcv->wk.stats);
 	if (s->bulk)
 		stats_zero(&s->bulk->stats);
+	xlock(&s->lock);
+	cds_list_for_each_entry(wk, &s->guests, guest_node)
+		stats_zero(&wk->stats);
+	xunlock(&s->lock);
 	stats_zero(&s->events);
 	nsreg_for_each(&s->reg, ns_reset_stats, NULL);
 	s->counting_ns = nt_now_ns();
@@ -149,6 +155,8 @@ int nt_super_set_limits(struct nt_super *s, const char *ns, const struct sv_limi
 
 void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 {
+	struct nt_worker *wk;
+
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < s->nworkers; i++)
 		nt_stats_add(out, &s->workers[i].stats);
@@ -156,6 +164,10 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 		nt_stats_add(out, &s->rcv->wk.stats);
 	if (s->bulk)
 		nt_stats_add(out, &s->bulk->stats);
+	xlock(&s->lock);
+	cds_list_for_each_entry(wk, &s->guests, guest_node)
+		nt_stats_add(out, &wk->stats);
+	xunlock(&s->lock);
 	nt_stats_add(out, &s->events);
 	out->namespaces_ended += atomic_load_explicit(&s->reg.ended, memory_order_relaxed);
 	if (s->reg.budget) {

@@ -237,6 +237,32 @@ static void worker_fini(struct nt_worker *wk)
 	free(wk->spare);
 }
 
+struct nt_worker *nt_guest_new(struct nt_super *s)
+{
+	struct nt_worker *wk = calloc(1, sizeof(*wk));
+
+	if (!wk || !worker_init(wk, s, s->workers[0].notif_size)) {
+		free(wk);
+		return NULL;
+	}
+	xlock(&s->lock);
+	cds_list_add_tail(&wk->guest_node, &s->guests);
+	xunlock(&s->lock);
+	return wk;
+}
+
+void nt_guest_free(struct nt_worker *wk)
+{
+	struct nt_super *s = wk->super;
+
+	xlock(&s->lock);
+	cds_list_del(&wk->guest_node);
+	nt_stats_add(&s->events, &wk->stats); /* counted still */
+	xunlock(&s->lock);
+	worker_fini(wk);
+	free(wk);
+}
+
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen)
 {
 	struct nt_super *s = calloc(1, sizeof(*s));
@@ -262,6 +288,7 @@ struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t err
 	s->nworkers = cfg->nworkers > 0 ? cfg->nworkers : 1;
 	s->cfg.limits = NULL; /* the registry keeps them */
 	CDS_INIT_LIST_HEAD(&s->listeners);
+	CDS_INIT_LIST_HEAD(&s->guests);
 	CDS_INIT_LIST_HEAD(&s->parked);
 	CDS_INIT_LIST_HEAD(&s->bulk_queue);
 	xmutex_init(&s->lock);

@@ -70,6 +70,7 @@ struct nt_worker {
 	int slot;	      /* its slot in s->dur for the next call, -1: none yet (durable.h) */
 	uint64_t jid;	      /* the journal id of the call being served; 0: none */
 	struct nt_req *spare; /* for the next semop: only a call that waits keeps one */
+	struct cds_list_head guest_node; /* s->guests, for a guest worker (nt_guest_new()) */
 };
 
 struct nt_super {
@@ -100,9 +101,10 @@ struct nt_super {
 	size_t resp_size;
 	atomic_bool stopping;
 
-	pthread_mutex_t lock; /* listeners */
+	pthread_mutex_t lock; /* listeners, guests */
 	struct cds_list_head listeners;
 	int nlisteners;
+	struct cds_list_head guests; /* guest workers (nt_guest_new()) */
 
 	struct dur *dur; /* crash safety (recover.c); NULL: none */
 	bool journaling; /* the engine's journal goes to dur */
@@ -128,5 +130,13 @@ struct nt_super {
 	   restart, persist.c) or their last reset */
 	_Atomic int64_t counting_ns;
 };
+
+/*
+ * A worker for a thread that is not one of ours: a transport's (the ptrace tracer, ptrace.h)
+ * serving calls itself with nt_receive(). Its counters count with the workers'; the thread
+ * registers with RCU itself. NULL without memory. nt_guest_free() keeps its counters.
+ */
+struct nt_worker *nt_guest_new(struct nt_super *s);
+void nt_guest_free(struct nt_worker *wk);
 
 #endif
