@@ -85,6 +85,8 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	l->sync_wake = l->tp == &nt_seccomp_transport && !ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
 								SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 
+	if (l->tp->attached)
+		l->tp->attached(l); /* (a failure below puts l, which releases it) */
 	xlock(&s->lock);
 	cds_list_add_tail(&l->node, &s->listeners);
 	s->nlisteners++;

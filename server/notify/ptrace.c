@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -18,9 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ptrace.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -31,6 +28,9 @@
 #include "lock/xpthread.h"
 #include "notify/listener.h"
 #include "notify/ptrace.h"
+#include "engine/sem.h"
+#include "notify/receiver.h"
+#include "notify/super.h"
 
 #ifndef __X32_SYSCALL_BIT
 #define __X32_SYSCALL_BIT 0x40000000
@@ -41,6 +41,7 @@
 	(PTRACE_O_TRACESECCOMP | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |  \
 	 PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)
 
+#define PT_KICK_SIG	 SIGURG
 #define PT_PARK_DELAY_NS 1000000LL /* do_todo() */
 
 enum pt_state {
@@ -55,14 +56,16 @@ enum pt_state {
 struct pt_tracee {
 	pid_t tid;
 	enum pt_state state;
-	struct seccomp_notif call;	 /* its call, while not RUNNING */
-	long val;			 /* ANSWERED, WAKING: the answer */
-	int64_t park_at;		 /* PARKING: when it is put to sleep */
-	unsigned int flags;		 /* ANSWERED: NT_CONTINUE or 0 */
-	bool interrupted;		 /* WAKING: PTRACE_INTERRUPT sent */
-	struct pt_tracee *next;		 /* in its hash bucket */
-	struct cds_list_head queue_node; /* t->queue while its call waits to be received */
-	struct cds_list_head todo_node;	 /* t->todo while the tracer has work for it */
+	struct seccomp_notif call; /* its call, while not RUNNING */
+	long val;		   /* ANSWERED, WAKING: the answer */
+	int64_t park_at;	   /* PARKING: when it is put to sleep */
+	unsigned int flags;	   /* ANSWERED: NT_CONTINUE or 0 */
+	bool interrupted;	   /* WAKING: PTRACE_INTERRUPT sent */
+	bool inbox;		   /* queue_node is on t->inbox, not t->queue */
+	struct pt_tracee *next;	   /* in its hash bucket */
+	/* t->queue (or t->inbox) while its call waits to be received */
+	struct cds_list_head queue_node;
+	struct cds_list_head todo_node; /* t->todo while the tracer has work for it */
 };
 
 #define PT_BUCKETS 1024
@@ -71,13 +74,24 @@ struct pt_tracer {
 	pthread_mutex_t lock;
 	pthread_t thread;
 	pid_t first;
-	int rfd, wfd;	 /* the pipe: rfd is the listener's fd, wfd the tracer's (-1: closed) */
-	int sigfd, kick; /* SIGCHLD, and the workers' eventfd */
+	int rfd, wfd; /* the pipe: rfd is the listener's fd, wfd the tracer's (-1: closed) */
+	pid_t tid;    /* the tracer thread's, for kick() */
+	bool done;    /* the tracer thread ends: nobody kicks it any more */
 	/* the start's outcome, for pt_tracer_start() */
 	pthread_cond_t started_cond;
 	bool started;
 	int start_err;
 	atomic_bool stop;
+	bool orphan; /* released from its own thread: it frees itself as it ends */
+	/*
+	 * Serving. Once the listener is made (attached), the tracer serves the calls itself,
+	 * as a guest worker: each goes from t->inbox to nt_receive(), which takes t->serving.
+	 * Before, and without memory for the worker, they wait on t->queue for the workers.
+	 */
+	struct nt_listener *l;
+	struct nt_worker *wk;
+	struct cds_list_head inbox;
+	struct pt_tracee *serving;
 	uint32_t seq; /* call ids: seq << 32 | tid */
 	int ntracees;
 	struct pt_tracee *buckets[PT_BUCKETS];
@@ -128,6 +142,7 @@ static void queue_add(struct pt_tracer *t, struct pt_tracee *te)
 	cds_list_add_tail(&te->queue_node, &t->queue);
 }
 
+/* Off t->queue or t->inbox, whichever it is on. */
 static void queue_del(struct pt_tracer *t, struct pt_tracee *te)
 {
 	char c;
@@ -135,9 +150,25 @@ static void queue_del(struct pt_tracer *t, struct pt_tracee *te)
 	if (cds_list_empty(&te->queue_node))
 		return;
 	cds_list_del_init(&te->queue_node);
+	if (te->inbox) {
+		te->inbox = false;
+		return;
+	}
 	if (cds_list_empty(&t->queue) && read(t->rfd, &c, 1) < 0) {
 		/* the byte went with the write end: nothing to take */
 	}
+}
+
+/*
+ * Wake the tracer: a signal it waits for with SIGCHLD (sigtimedwait), one system call for
+ * both. SIGURG is ignored by default, so it is harmless anywhere else; the tracer blocks it,
+ * so it stays pending until taken, and a kick sent before the tracer waits is not lost.
+ * Caller holds t->lock (t->done).
+ */
+static void kick(struct pt_tracer *t)
+{
+	if (!t->done)
+		syscall(SYS_tgkill, getpid(), t->tid, PT_KICK_SIG);
 }
 
 /*
@@ -146,11 +177,11 @@ static void queue_del(struct pt_tracer *t, struct pt_tracee *te)
  */
 static void todo_add(struct pt_tracer *t, struct pt_tracee *te)
 {
-	uint64_t one = 1;
-	bool wake = te->state != PT_PARKING || cds_list_empty(&t->todo);
+	bool wake = (te->state != PT_PARKING || cds_list_empty(&t->todo)) &&
+		    !pthread_equal(pthread_self(), t->thread); /* it looks before it sleeps */
 
-	if (wake && write(t->kick, &one, sizeof(one)) != sizeof(one))
-		abort(); /* an eventfd below its maximum takes it */
+	if (wake)
+		kick(t);
 	if (cds_list_empty(&te->todo_node))
 		cds_list_add_tail(&te->todo_node, &t->todo);
 }
@@ -289,7 +320,11 @@ static void on_call(struct pt_tracer *t, struct pt_tracee *te)
 		te->call.data.args[i] = info.seccomp.args[i];
 	te->state = PT_STOPPED;
 	te->interrupted = false;
-	queue_add(t, te);
+	te->inbox = t->wk != NULL;
+	if (te->inbox)
+		cds_list_add_tail(&te->queue_node, &t->inbox);
+	else
+		queue_add(t, te);
 }
 
 /* A SLEEPING te is interrupted: its call ends as seccomp ends an interrupted notification. */
@@ -389,7 +424,8 @@ static void reap(struct pt_tracer *t)
 	int status;
 	pid_t tid;
 
-	while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+	/* __WNOTHREAD: this thread's tracees only, never another thread's children */
+	while ((tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG)) > 0) {
 		if (WIFSTOPPED(status))
 			on_stop(t, tid, status);
 		else if (WIFEXITED(status) || WIFSIGNALED(status))
@@ -399,43 +435,76 @@ static void reap(struct pt_tracer *t)
 		forget_all(t);
 }
 
+static void tracer_free(struct pt_tracer *t);
+
+/* The listener is made: serve its calls here from now on, if a worker can be had. */
+static void become_guest(struct pt_tracer *t)
+{
+	t->wk = nt_guest_new(t->l->super);
+	if (t->wk)
+		sv_thread_register();
+	else
+		t->l = NULL; /* the workers serve them, from t->queue */
+}
+
+/*
+ * Serve the calls just stopped, one at a time, unlocked: nt_receive() takes t->serving
+ * through pt_recv(). Only this thread frees a tracee, so te stays. Caller holds t->lock.
+ */
+static void serve_inbox(struct pt_tracer *t)
+{
+	while (!cds_list_empty(&t->inbox) && !atomic_load(&t->stop)) {
+		struct pt_tracee *te =
+		    cds_list_first_entry(&t->inbox, struct pt_tracee, queue_node);
+
+		queue_del(t, te);
+		t->serving = te;
+		xunlock(&t->lock);
+		nt_receive(t->wk, t->l, false);
+		xlock(&t->lock);
+		t->serving = NULL;
+	}
+}
+
 static void *tracer_main(void *arg)
 {
 	struct pt_tracer *t = arg;
-	struct pollfd pfd[2] = { { .fd = t->sigfd, .events = POLLIN },
-				 { .fd = t->kick, .events = POLLIN } };
-	struct signalfd_siginfo si;
 	int64_t next = -1;
-	uint64_t n;
-	sigset_t all;
+	sigset_t all, wake;
+	siginfo_t si;
 	int err = 0;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	sigemptyset(&wake);
+	sigaddset(&wake, SIGCHLD);
+	sigaddset(&wake, PT_KICK_SIG);
 	if (ptrace(PTRACE_SEIZE, t->first, 0, PT_OPTIONS))
 		err = errno;
 	xlock(&t->lock);
+	t->tid = (pid_t)syscall(SYS_gettid);
 	if (!err && !find_or_add(t, t->first))
 		err = ENOMEM;
 	t->start_err = err;
 	t->started = true;
+	t->done = err != 0;
 	pthread_cond_broadcast(&t->started_cond);
 	xunlock(&t->lock);
 	if (err)
 		return NULL;
 
+	/* A stop or a kick before the wait leaves its signal pending, so nothing is missed. */
 	while (!atomic_load(&t->stop)) {
 		struct timespec ts = { next / 1000000000, next % 1000000000 };
 
-		if (ppoll(pfd, 2, next < 0 ? NULL : &ts, NULL) < 0 && errno != EINTR)
+		if (sigtimedwait(&wake, &si, next < 0 ? NULL : &ts) < 0 && errno != EAGAIN &&
+		    errno != EINTR)
 			break;
-		while (read(t->sigfd, &si, sizeof(si)) == sizeof(si))
-			;
-		if (read(t->kick, &n, sizeof(n)) < 0) {
-			/* EAGAIN: no work was left */
-		}
 		xlock(&t->lock);
+		if (t->l && !t->wk)
+			become_guest(t);
 		reap(t);
+		serve_inbox(t);
 		next = do_todo(t);
 		if (!t->ntracees) {
 			xunlock(&t->lock);
@@ -444,10 +513,19 @@ static void *tracer_main(void *arg)
 		xunlock(&t->lock);
 	}
 	/* The tree is gone (or we stop, and PTRACE_O_EXITKILL ends it): the listener hangs up. */
+	if (t->wk) {
+		nt_guest_free(t->wk);
+		sv_thread_unregister();
+	}
 	xlock(&t->lock);
+	t->done = true;
 	close(t->wfd);
 	t->wfd = -1;
 	xunlock(&t->lock);
+	if (t->orphan) {
+		pthread_detach(pthread_self());
+		tracer_free(t);
+	}
 	return NULL;
 }
 
@@ -462,17 +540,16 @@ int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	t->first = pid;
-	t->rfd = t->wfd = t->sigfd = t->kick = -1;
+	t->rfd = t->wfd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->started_cond, NULL);
 	CDS_INIT_LIST_HEAD(&t->queue);
 	CDS_INIT_LIST_HEAD(&t->todo);
+	CDS_INIT_LIST_HEAD(&t->inbox);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &chld, NULL);
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) ||
-	    (t->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
-	    (t->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK)) {
 		rc = -errno;
 		snprintf(err, errlen, "tracer: %s", strerror(-rc));
 		goto fail;
@@ -503,10 +580,6 @@ fail:
 		close(t->rfd);
 	if (t->wfd >= 0)
 		close(t->wfd);
-	if (t->sigfd >= 0)
-		close(t->sigfd);
-	if (t->kick >= 0)
-		close(t->kick);
 	free(t);
 	return rc;
 }
@@ -524,12 +597,16 @@ static int pt_recv(struct nt_listener *l, struct seccomp_notif *n, size_t size)
 	struct pt_tracee *te;
 
 	xlock(&t->lock);
-	if (cds_list_empty(&t->queue)) {
+	if (t->serving && pthread_equal(pthread_self(), t->thread)) {
+		te = t->serving; /* serve_inbox() */
+		t->serving = NULL;
+	} else if (!cds_list_empty(&t->queue)) {
+		te = cds_list_first_entry(&t->queue, struct pt_tracee, queue_node);
+		queue_del(t, te);
+	} else {
 		xunlock(&t->lock);
 		return -ENOENT;
 	}
-	te = cds_list_first_entry(&t->queue, struct pt_tracee, queue_node);
-	queue_del(t, te);
 	memset(n, 0, size);
 	memcpy(n, &te->call, sizeof(te->call) < size ? sizeof(te->call) : size);
 	xunlock(&t->lock);
@@ -604,19 +681,8 @@ static void pt_parked(const struct nt_listener *l, uint64_t id)
 	xunlock(&t->lock);
 }
 
-/* The listener goes: the tracer stops (its tracees die with it, PTRACE_O_EXITKILL). */
-static void pt_release(struct nt_listener *l)
+static void tracer_free(struct pt_tracer *t)
 {
-	struct pt_tracer *t = tracer_of(l);
-	uint64_t one = 1;
-
-	atomic_store(&t->stop, true);
-	if (write(t->kick, &one, sizeof(one)) < 0) {
-		/* it is at its maximum: the tracer wakes anyway */
-	}
-	pthread_join(t->thread, NULL);
-	close(t->sigfd);
-	close(t->kick);
 	for (int i = 0; i < PT_BUCKETS; i++)
 		while (t->buckets[i]) {
 			struct pt_tracee *te = t->buckets[i];
@@ -630,6 +696,37 @@ static void pt_release(struct nt_listener *l)
 	/* t->rfd is the listener's fd: its owner closes it */
 }
 
+static void pt_attached(struct nt_listener *l)
+{
+	struct pt_tracer *t = tracer_of(l);
+
+	xlock(&t->lock);
+	t->l = l; /* (no reference: l's release stops the tracer first) */
+	kick(t);
+	xunlock(&t->lock);
+}
+
+/*
+ * The listener goes: the tracer stops (its tracees die with it, PTRACE_O_EXITKILL). From the
+ * tracer's own thread (its call held the last reference) it ends as soon as the call is
+ * done, and frees itself.
+ */
+static void pt_release(struct nt_listener *l)
+{
+	struct pt_tracer *t = tracer_of(l);
+
+	atomic_store(&t->stop, true);
+	if (pthread_equal(pthread_self(), t->thread)) {
+		t->orphan = true;
+		return;
+	}
+	xlock(&t->lock);
+	kick(t);
+	xunlock(&t->lock);
+	pthread_join(t->thread, NULL);
+	tracer_free(t);
+}
+
 const struct nt_transport nt_ptrace_transport = {
 	.name = "ptrace",
 	.recv = pt_recv,
@@ -639,5 +736,6 @@ const struct nt_transport nt_ptrace_transport = {
 	.read = nt_vm_read,
 	.write = nt_vm_write,
 	.parked = pt_parked,
+	.attached = pt_attached,
 	.release = pt_release,
 };

@@ -4,14 +4,17 @@
  * filter with a listener is installed above already (a nested sandbox, a container whose
  * runtime installed one, another supervisor), or the kernel lacks it. The program's filter
  * returns SECCOMP_RET_TRACE for the calls notification would trap (filter.h), and one tracer
- * thread of the supervisor takes them from the ptrace stops they make and hands them to the
- * ordinary serving code as if they were notifications. Every other call runs untraced.
+ * thread of the supervisor takes them from the ptrace stops they make and serves them with the
+ * ordinary serving code as if they were notifications, as a worker of its own (a guest,
+ * super.h): a call costs one stop and no hand-off between threads. Every other call runs
+ * untraced.
  *
  * The tracer
  * ----------
  * Only the thread that seized a tracee may make ptrace requests of it, so one thread does all
- * of them: it waits for stops (SIGCHLD through a signalfd) and for work the serving threads
- * leave it (an eventfd), and never for anything else. It follows the whole program tree
+ * of them. It waits in sigtimedwait(2) for two signals only: SIGCHLD, for stops, and SIGURG,
+ * which the serving threads send it (tgkill) when they leave it work; both stay blocked, so one
+ * sent before it waits is pending and not lost. It follows the whole program tree
  * (PTRACE_O_TRACECLONE, FORK, VFORK, EXEC) and kills it if it dies itself
  * (PTRACE_O_EXITKILL): a tracee left parked without a tracer would sleep for ever.
  *
@@ -43,9 +46,13 @@
  * STOPPED thread waits until it runs again, as it would while a non-blocking semop ran.
  * Group-stops are let be (PTRACE_LISTEN), so SIGSTOP and SIGCONT behave natively.
  *
- * The listener's fd is the read end of a pipe holding one byte while the queue of calls is
- * not empty, so the workers' epoll serves it as any listener; the tracer closes the write end
- * when its last tracee is gone, which the workers see as the listener's hang-up.
+ * Calls parked by the tracer are completed by whichever thread serves the call that wakes
+ * them: its answer is left to the tracer (the to-do list, and a SIGURG to wake it).
+ *
+ * The listener's fd is the read end of a pipe the tracer closes when its last tracee is gone,
+ * which the workers see as the listener's hang-up. Until the listener is made, or if no guest
+ * worker can be had, calls go to the workers instead: the pipe then holds one byte while the
+ * queue of calls is not empty, so their epoll serves it as any listener.
  *
  * What it cannot do: put a file into a tracee (answer_fd: EOPNOTSUPP, so no --proc-view), and
  * a program that traces its own children or attaches to others (gdb, strace) gets EPERM from
@@ -65,7 +72,9 @@ struct pt_tracer;
  * Seize pid (which has let us trace it: PR_SET_PTRACER) from a tracer thread of our own. The
  * fd to add as the listener (nt_listener_opts.tp = &nt_ptrace_transport, .tp_ctx = *out), or
  * -errno with a sentence in err. SIGCHLD must be blocked in every thread of the process: the
- * caller's mask is changed to block it, so threads it starts later inherit that.
+ * caller's mask is changed to block it, so threads it starts later inherit that. One tracer
+ * per process: the kernel sends the SIGCHLD of a ptrace stop to the tracer's whole process, and
+ * a second tracer could take the one meant for the first.
  */
 int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen);
 

@@ -63,6 +63,8 @@ struct nt_transport {
 		     size_t len);
 	/* Optional: call id waits, parked (nt_park()); it stays pending until answered. */
 	void (*parked)(const struct nt_listener *l, uint64_t id);
+	/* Optional: l is served from now on (nt_super_add_listener() made it). */
+	void (*attached)(struct nt_listener *l);
 	/* Optional: the listener is being freed; its fd is closed after this. */
 	void (*release)(struct nt_listener *l);
 };
