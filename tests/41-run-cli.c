@@ -400,3 +400,23 @@ Test(run_cli, nested)
 	run_free(&r);
 	run_free(&native);
 }
+
+/*
+ * A program under the ptrace backend cannot trace: each thread has one tracer, the supervisor.
+ * Natively (and under notification) its child is traced and stops; here PTRACE_TRACEME fails
+ * with EPERM, as semvisor-run(1) says.
+ */
+Test(run_cli, ptrace_inside)
+{
+	struct run_result r, native;
+
+	run(&(struct run_spec){ .prog = "cli", .args = { "trace" }, .split = true }, &native);
+	cr_assert_eq(exit_code(&native), 0, "natively: %s", native.err);
+	cr_assert(strstr(native.out, "PTRACE_TRACEME: 0\ntraced child stopped by signal 19\n"),
+		  "natively: %s", native.out);
+	run(&SPEC(.prog = "cli", .args = { "trace" }, .opts = { "--backend=ptrace" }), &r);
+	cr_assert_eq(exit_code(&r), 0, "under ptrace: exit %d; %s", exit_code(&r), r.err);
+	cr_assert_str_eq(r.out, "PTRACE_TRACEME: Operation not permitted\nchild exited 1\n");
+	run_free(&r);
+	run_free(&native);
+}

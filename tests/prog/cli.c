@@ -10,7 +10,11 @@
  *   cli limits        probe the four limits (run with 10,20,5,3): ENOSPC, EINVAL, E2BIG
  *   cli stdin         copy standard input to standard output, then report its size
  *   cli sleep         print "ready", then sleep 5 s (to be killed) and exit 0
+ *   cli trace         a child asks to be traced (PTRACE_TRACEME) and stops; print what
+ *                     ptrace said and whether its parent saw the stop
  */
+#include <sys/ptrace.h>
+
 #include "prog.h"
 
 static void on_usr1(int sig)
@@ -104,6 +108,33 @@ static int copy_stdin(void)
 	return n < 0;
 }
 
+/* What a debugger does first: under the ptrace backend its tracee has a tracer already. */
+static int trace(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	MUST(pid >= 0);
+	if (pid == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL)) {
+			printf("PTRACE_TRACEME: %s\n", strerror(errno));
+			_exit(1);
+		}
+		printf("PTRACE_TRACEME: 0\n");
+		fflush(stdout);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	MUST(waitpid(pid, &status, 0) == pid);
+	if (WIFSTOPPED(status)) {
+		printf("traced child stopped by signal %d\n", WSTOPSIG(status));
+		MUST(ptrace(PTRACE_CONT, pid, NULL, NULL) == 0);
+		MUST(waitpid(pid, &status, 0) == pid);
+	}
+	printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	prog_init();
@@ -124,12 +155,15 @@ int main(int argc, char **argv)
 		return limits();
 	if (argc >= 2 && !strcmp(argv[1], "stdin"))
 		return copy_stdin();
+	if (argc >= 2 && !strcmp(argv[1], "trace"))
+		return trace();
 	if (argc >= 2 && !strcmp(argv[1], "sleep")) {
 		printf("ready\n");
 		fflush(stdout);
 		sleep_ms(5000);
 		return 0;
 	}
-	fprintf(stderr, "usage: cli exit N | raise SIG | usr1 | count | limits | stdin | sleep\n");
+	fprintf(stderr,
+		"usage: cli exit N | raise SIG | usr1 | count | limits | stdin | sleep | trace\n");
 	return 2;
 }
