@@ -178,6 +178,8 @@ struct ct_oci {
 	const char *annotations; /* the members of the top-level annotations object */
 	const char *sync;	 /* bind-mounted at /sync */
 	const char *ipc_ns;	 /* an IPC namespace to join (/proc/PID/ns/ipc); NULL: a new one */
+	const char *host_bin;	 /* bind-mounted read-only at /host, with the host's /usr, so
+				    that dynamically linked programs of the host's build run */
 };
 
 /*
@@ -187,7 +189,7 @@ struct ct_oci {
 static inline void ct_write_oci_config(const char *bundle, const struct ct_oci *o)
 {
 	char path[PATH_MAX + 16], sync_mount[PATH_MAX + 256] = "", ann[4096] = "";
-	char ipc[PATH_MAX + 32] = "";
+	char ipc[PATH_MAX + 32] = "", host_mounts[PATH_MAX + 512] = "";
 	char *seccomp = NULL;
 
 	if (o->seccomp)
@@ -202,6 +204,13 @@ static inline void ct_write_oci_config(const char *bundle, const struct ct_oci *
 		    o->sync);
 	if (o->ipc_ns)
 		snprintf(ipc, sizeof(ipc), ", \"path\": \"%s\"", o->ipc_ns);
+	if (o->host_bin)
+		snprintf(host_mounts, sizeof(host_mounts),
+			 ",\n\t\t{\"destination\": \"/host\", \"type\": \"bind\", \"source\": "
+			 "\"%s\", \"options\": [\"rbind\", \"ro\"]},\n"
+			 "\t\t{\"destination\": \"/usr\", \"type\": \"bind\", \"source\": "
+			 "\"/usr\", \"options\": [\"rbind\", \"ro\"]}",
+			 o->host_bin);
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
 	dh_write_file(
 	    path,
@@ -241,7 +250,7 @@ static inline void ct_write_oci_config(const char *bundle, const struct ct_oci *
 	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"ro\"]},\n"
 	    "\t\t{\"destination\": \"/sys/fs/cgroup\", \"type\": \"cgroup\", \"source\": "
 	    "\"cgroup\", "
-	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"relatime\", \"ro\"]}%s\n"
+	    "\"options\": [\"nosuid\", \"noexec\", \"nodev\", \"relatime\", \"ro\"]}%s%s\n"
 	    "\t],\n"
 	    "\t\"linux\": {\n"
 	    "\t\t\"resources\": {\"devices\": [{\"allow\": false, \"access\": \"rwm\"}]},\n"
@@ -256,7 +265,7 @@ static inline void ct_write_oci_config(const char *bundle, const struct ct_oci *
 	    "\"/proc/sysrq-trigger\"]%s\n"
 	    "\t}\n"
 	    "}\n",
-	    ann, o->args_json, o->rootfs, sync_mount, ipc, seccomp ? seccomp : "");
+	    ann, o->args_json, o->rootfs, sync_mount, host_mounts, ipc, seccomp ? seccomp : "");
 	free(seccomp);
 }
 

@@ -13,6 +13,8 @@
  *    and its own set with the same key is a different one;
  *  - with listenerMetadata "ns=NAME" (honoured from root) two containers share one namespace on
  *    purpose, and the second does see the first one's set.
+ *  - semvisor-run inside a served container cannot have a listener, falls back to ptrace,
+ *    and the program behaves as natively (the daemon above serves it).
  * The first container must stay alive while the second probes: it waits for a file to appear
  * in a directory bind-mounted from the host (/sync), after announcing itself with another.
  *
@@ -410,4 +412,69 @@ Test(daemon_runc, kubernetes_pod_names)
 	free(out);
 
 	free(pod_finish(&r));
+}
+
+/*
+ * semvisor-run inside a container that semvisord serves: the container's filter has the
+ * listener, so the inner supervisor cannot get one (EBUSY), says so and falls back to ptrace
+ * (--backend=auto). The outer filter's USER_NOTIF takes precedence over the inner TRACE, so the
+ * daemon serves the calls, and the program prints what it prints natively.
+ */
+Test(daemon_runc, nested_semvisor_run)
+{
+	const char *prog = dh_bin("tests/prog/semctl");
+	const char *native_argv[] = { prog, NULL };
+	char rootfs[PATH_MAX], host[PATH_MAX], path[PATH_MAX + 16];
+	char *native, *out, *log, *seccomp;
+	struct dh_daemon d;
+	struct ct c;
+	int rc, st;
+
+	require_runc();
+	dh_setup();
+	cr_assert(realpath(dh_o(), host), "%s: %s", dh_o(), strerror(errno));
+	snprintf(runc_state, sizeof(runc_state), "%s", dh_path("runc-state"));
+	snprintf(rootfs, sizeof(rootfs), "%s", dh_path("rootfs"));
+	ct_make_rootfs(rootfs, ct_static_sem());
+	/* the host's build and libraries: semvisor-run and the program are linked dynamically */
+	snprintf(path, sizeof(path), "%s/host", rootfs);
+	cr_assert(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/usr", rootfs);
+	cr_assert(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/lib", rootfs);
+	cr_assert(symlink("usr/lib", path) == 0);
+	snprintf(path, sizeof(path), "%s/lib64", rootfs);
+	cr_assert(symlink("usr/lib64", path) == 0);
+
+	cr_assert(dh_wait(dh_spawn(native_argv, dh_path("native.out")), 30000, &st) &&
+		      WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "%s natively: %s", prog, dh_slurp(dh_path("native.out")));
+	native = dh_slurp(dh_path("native.out"));
+
+	dh_daemon_start(&d, "d", NULL);
+	ct_init(&c, "nested");
+	seccomp = ct_seccomp_json(d.sock, NULL);
+	ct_write_oci_config(
+	    c.bundle,
+	    &(struct ct_oci){ .rootfs = rootfs,
+			      .args_json =
+				  "[\"/host/semvisor-run\", \"--\", \"/host/tests/prog/semctl\"]",
+			      .seccomp = seccomp,
+			      .host_bin = host });
+	free(seccomp);
+	ct_start(&c);
+	rc = ct_wait(&c, 60000);
+	dh_daemon_alive(&d);
+	out = dh_slurp(c.out);
+	if (rc != 0)
+		ct_failed(rootfs, &c, rc, &d);
+	cr_assert(strstr(out, "EBUSY") && strstr(out, "ptrace"),
+		  "the inner semvisor-run did not say it falls back:\n%s", out);
+	cr_assert(strstr(out, native), "inside the container:\n%s\nnatively:\n%s", out, native);
+	cr_assert_eq(dh_daemon_stop(&d), 0, "%s", dh_slurp(d.log));
+	log = dh_slurp(d.log);
+	cr_assert(strstr(log, "agent: serving "), "the daemon did not serve it:\n%s", log);
+	free(native);
+	free(out);
+	free(log);
 }
