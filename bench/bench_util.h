@@ -326,8 +326,10 @@ BU_UNUSED static void bu_raise_limits(void)
 /*
  * Is thread tid of this process blocked in semop/semtimedop?  /proc/self/task/TID/syscall starts
  * with the number of the system call a blocked thread is in ("running" otherwise); a thread
- * waiting for a seccomp supervisor's answer shows the trapped call too.  Reading it is no
- * trapped call, so polling it costs a supervisor nothing.  -1 if the file cannot be read.
+ * waiting for a seccomp supervisor's answer shows the trapped call too, and one parked by
+ * semvisor-run --backend=ptrace shows pause(), where its tracer puts it to sleep (the waiters
+ * make no other call, so pause() is theirs).  Reading it is no trapped call, so polling it
+ * costs a supervisor nothing.  -1 if the file cannot be read.
  */
 BU_UNUSED static int bu_blocked_in_semop(pid_t tid)
 {
@@ -347,7 +349,7 @@ BU_UNUSED static int bu_blocked_in_semop(pid_t tid)
 	buf[n] = '\0';
 	if (sscanf(buf, "%ld", &nr) != 1)
 		return 0; /* "running" */
-	return nr == SYS_semtimedop || nr == SYS_semop;
+	return nr == SYS_semtimedop || nr == SYS_semop || nr == SYS_pause;
 }
 
 /* ---- parked waiters (bulkwake, scale) ------------------------------------------------------ */
