@@ -171,7 +171,8 @@ if [ "$SEMVISORD" != none ]; then
 	JOURNAL_ROW=(--run-under=semvisord+journal "$RUN" --daemon="$SOCKJ" --)
 fi
 RUN_ROW=(--run-under=semvisor-run "$RUN" --)
-# The ptrace backend (server/notify/ptrace.h), beside floor's own bare ptrace row.
+# The ptrace backend (server/notify/ptrace.h): beside floor's own bare ptrace row, and a row of
+# every workload, beside the notify backend's.
 PTRACE_ROW=(--run-under=semvisor-run-ptrace "$RUN" --backend=ptrace --)
 GLOBAL_ROW=(--run-under=semvisor-run-global "$GLOBAL/semvisor-run" --)
 
@@ -262,20 +263,22 @@ fi
 if [ "$MODE" = full ]; then
 	step semop_multi "$O/bench/semop_multi" --out "$RES/semop_multi.tsv" \
 		--compare semvisor-run/semvisor-run-global "${RUN_ROW[@]}" "${GLOBAL_ROW[@]}" \
-		"${DAEMON_ROWS[@]}"
+		"${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}"
 	step lockunlock "$O/bench/lockunlock" --out "$RES/lockunlock.tsv" "${RUN_ROW[@]}" \
-		"${DAEMON_ROWS[@]}"
+		"${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}"
 else
 	step semop_multi "$O/bench/semop_multi" --quick --out "$RES/semop_multi.tsv" \
-		"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}"
-	step lockunlock "$O/bench/lockunlock" --quick --out "$RES/lockunlock.tsv" "${RUN_ROW[@]}"
+		"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}"
+	step lockunlock "$O/bench/lockunlock" --quick --out "$RES/lockunlock.tsv" "${RUN_ROW[@]}" \
+		"${PTRACE_ROW[@]}"
 fi
-step bulkwake "$O/bench/bulkwake" "${Q[@]}" --out "$RES/bulkwake.tsv" "${RUN_ROW[@]}"
+step bulkwake "$O/bench/bulkwake" "${Q[@]}" --out "$RES/bulkwake.tsv" "${RUN_ROW[@]}" \
+	"${PTRACE_ROW[@]}"
 step listeners ./bench/listeners.sh "$O" "$RES/listeners.tsv"
 # Its own daemon too: one whose agent socket the greedy tenants (other uids) can reach.
 rm -f "$RES/tenants.tsv" # the goal must not be read from an earlier run's file
 step tenants env SEMVISORD="$SEMVISORD" ./bench/tenants.sh "$O" "$RES/tenants.tsv" "${Q[@]}"
-step scale "$O/bench/scale" "${Q[@]}" --out "$RES/scale.tsv" "${RUN_ROW[@]}"
+step scale "$O/bench/scale" "${Q[@]}" --out "$RES/scale.tsv" "${RUN_ROW[@]}" "${PTRACE_ROW[@]}"
 if [ "$MODE" = full ]; then
 	step openview "$O/bench/openview" --rounds 7 --run "$RUN"
 else
