@@ -45,6 +45,18 @@ for f in "$RUN" "$B/bench/floor" "$PROG/mutex"; do
 done
 PROOT=$(realpath "$PROOT")
 
+# PRoot's commit, when its checkout (PROOT_SRC, or the one PROOT was built in: src/proot) is
+# a git work tree of its own, not a directory inside another one's.
+proot_commit() {
+	d=${PROOT_SRC:-$(dirname "$(dirname "$PROOT")")}
+	d=$(realpath "$d")
+	if [ "$(git -C "$d" rev-parse --show-toplevel 2>/dev/null)" = "$d" ]; then
+		git -C "$d" log -1 --format='commit %h'
+	else
+		echo "(commit unknown: $d is no git checkout)"
+	fi
+}
+
 # The differential suite's programs, with their arguments (tests/40-run-diff.c).
 PROGS="semctl perms keyed undo exec-vm undo-timing undo-unshare wake complex timeout eintr
 eintr-retry eintr-nosleep killed rmid pidns mutex:20000 syscalls static-syscalls sysctl"
@@ -171,7 +183,7 @@ us() { echo "$floor" | awk -v r="$1" '$1 == r { print $3 }'; }
 	echo "# semvisor beside PRoot --sysvipc"
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(nproc) CPUs; kernel $(uname -r)"
-	echo "- produced by: \`bench/proot.sh $B\` with PRoot $(cd "$(dirname "$PROOT")" && git log -1 --format=%h 2>/dev/null || echo '(unknown commit)')"
+	echo "- produced by: \`bench/proot.sh $B\` with PRoot $(proot_commit)"
 	echo
 	echo "## Behaviours: the differential suite's programs, output and exit status against native"
 	echo
