@@ -110,8 +110,14 @@ struct sv_set {
 	 * zero lets a whole-set change skip the walk over every semaphore's lists.
 	 */
 	atomic_int nwaiters;
+	/*
+	 * The permission bits, 16 bits wide as the kernel's (umode_t): beside deleted, in what
+	 * would be padding, they keep a set of one semaphore within the allocator's 240-byte
+	 * chunk, so that 32000 such sets fit in 8 MiB.
+	 */
+	_Atomic uint16_t mode;
 	bool deleted;
-	_Atomic uint32_t uid, gid, cuid, cgid, mode;
+	_Atomic uint32_t uid, gid, cuid, cgid;
 	_Atomic int64_t ctime;
 	_Atomic int64_t otime;		    /* the latest of the kernel's per-semaphore otimes */
 	struct cds_list_head pending_alter; /* complex waiters that alter, and merged simple ones */

@@ -618,7 +618,7 @@ static long newary(const struct sv_caller *c, int32_t key, int nsems, int semflg
 			sv_budget_credit(ns->budget, c->cred->euid, nsems);
 		return -ENOMEM;
 	}
-	set->mode = (uint32_t)semflg & 0777;
+	set->mode = (uint16_t)(semflg & 0777);
 	set->uid = set->cuid = c->cred->euid;
 	set->gid = set->cgid = c->cred->egid;
 	set->ctime = sv_now();
