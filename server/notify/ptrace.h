@@ -57,7 +57,7 @@
  * What it cannot do: put a file into a tracee (answer_fd: EOPNOTSUPP, so no --proc-view), and
  * a program that traces its own children or attaches to others (gdb, strace) gets EPERM from
  * ptrace, as each thread has one tracer. What shows: a SLEEPING call is in pause() as far as
- * /proc/TID/syscall and wchan tell (natively semtimedop, or semop), so a tool that looks there
+ * /proc/PID/task/TID/syscall tells (natively semtimedop, or semop), so a tool that looks there
  * for threads blocked in semop must accept pause() too (bench/bench_util.h does).
  */
 #ifndef SV_NOTIFY_PTRACE_H
