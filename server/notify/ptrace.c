@@ -419,18 +419,32 @@ static void forget_all(struct pt_tracer *t)
 			forget(t, t->buckets[i]->tid);
 }
 
-static void reap(struct pt_tracer *t)
+static void on_wait(struct pt_tracer *t, pid_t tid, int status)
+{
+	if (WIFSTOPPED(status))
+		on_stop(t, tid, status);
+	else if (WIFEXITED(status) || WIFSIGNALED(status))
+		forget(t, tid);
+}
+
+/*
+ * Take every stop and exit there is. hint, SIGCHLD's si_pid (0: none), is waited for by
+ * number first: the kernel answers waitpid(-1) by walking every tracee, parked ones too, so
+ * with thousands parked the walk that finds the caller's stop cost as much as the call. The
+ * walk after it stays, and finds whatever else stopped: SIGCHLD is not queued, so one
+ * signal may stand for several stops. __WNOTHREAD: this thread's tracees only, never another
+ * thread's children. Caller holds t->lock.
+ */
+static void reap(struct pt_tracer *t, pid_t hint)
 {
 	int status;
 	pid_t tid;
 
-	/* __WNOTHREAD: this thread's tracees only, never another thread's children */
-	while ((tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG)) > 0) {
-		if (WIFSTOPPED(status))
-			on_stop(t, tid, status);
-		else if (WIFEXITED(status) || WIFSIGNALED(status))
-			forget(t, tid);
-	}
+	/* not ours (a child of another thread), or taken by an earlier walk: nothing to do */
+	if (hint > 0 && waitpid(hint, &status, __WALL | __WNOTHREAD | WNOHANG) == hint)
+		on_wait(t, hint, status);
+	while ((tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG)) > 0)
+		on_wait(t, tid, status);
 	if (tid < 0 && errno == ECHILD)
 		forget_all(t);
 }
@@ -497,13 +511,14 @@ static void *tracer_main(void *arg)
 	while (!atomic_load(&t->stop)) {
 		struct timespec ts = { next / 1000000000, next % 1000000000 };
 
-		if (sigtimedwait(&wake, &si, next < 0 ? NULL : &ts) < 0 && errno != EAGAIN &&
-		    errno != EINTR)
+		int sig = sigtimedwait(&wake, &si, next < 0 ? NULL : &ts);
+
+		if (sig < 0 && errno != EAGAIN && errno != EINTR)
 			break;
 		xlock(&t->lock);
 		if (t->l && !t->wk)
 			become_guest(t);
-		reap(t);
+		reap(t, sig == SIGCHLD ? si.si_pid : 0);
 		serve_inbox(t);
 		next = do_todo(t);
 		if (!t->ntracees) {
