@@ -431,8 +431,13 @@ static void on_wait(struct pt_tracer *t, pid_t tid, int status)
  * Take every stop and exit there is. hint, SIGCHLD's si_pid (0: none), is waited for by
  * number first: the kernel answers waitpid(-1) by walking every tracee, parked ones too, so
  * with thousands parked the walk that finds the caller's stop cost as much as the call. The
- * walk after it stays, and finds whatever else stopped: SIGCHLD is not queued, so one
- * signal may stand for several stops. __WNOTHREAD: this thread's tracees only, never another
+ * walk after it finds whatever else stopped: SIGCHLD is not queued, so one signal may stand
+ * for several stops. Several, that is, of several tracees: one that stopped cannot stop
+ * again before we resume it, and whatever it does after our sigtimedwait() took its signal
+ * (dies, say) sends a signal of its own. So a lone tracee, the common single-threaded
+ * program, needs no walk, and each of its calls costs one system call less. A tracee
+ * another one made is counted when its maker's event is taken (on_stop()), so it is never
+ * missed for being unknown. __WNOTHREAD: this thread's tracees only, never another
  * thread's children. Caller holds t->lock.
  */
 static void reap(struct pt_tracer *t, pid_t hint)
@@ -441,8 +446,11 @@ static void reap(struct pt_tracer *t, pid_t hint)
 	pid_t tid;
 
 	/* not ours (a child of another thread), or taken by an earlier walk: nothing to do */
-	if (hint > 0 && waitpid(hint, &status, __WALL | __WNOTHREAD | WNOHANG) == hint)
+	if (hint > 0 && waitpid(hint, &status, __WALL | __WNOTHREAD | WNOHANG) == hint) {
 		on_wait(t, hint, status);
+		if (t->ntracees == 1 && find(t, hint))
+			return;
+	}
 	while ((tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG)) > 0)
 		on_wait(t, tid, status);
 	if (tid < 0 && errno == ECHILD)
