@@ -130,6 +130,9 @@ DIFF(pidns, "pidns", 30)
 /* 8 threads x 20000 iterations of a semaphore-guarded plain counter; a set shared by threads */
 DIFF(mutex, "mutex", 60, "20000", )
 
+/* a program whose own seccomp filter refuses pause(): waits still end as natively */
+DIFF(own_filter, "own-filter", 30)
+
 /* glibc wrappers and raw system calls, register quirks, check order, user memory */
 DIFF(syscalls, "syscalls", 30)
 

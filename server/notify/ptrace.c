@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +36,14 @@
 #ifndef __X32_SYSCALL_BIT
 #define __X32_SYSCALL_BIT 0x40000000
 #endif
-#define ERESTARTSYS 512 /* the kernel's, never seen by a program */
+#define ERESTARTSYS    512 /* the kernel's, never seen by a program */
+#define ERESTARTNOHAND 514 /* what pause() returns when a signal (or we) interrupt it */
 
 #define PT_OPTIONS                                                                                 \
 	(PTRACE_O_TRACESECCOMP | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |  \
-	 PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)
+	 PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD)
+
+#define PT_SYSCALL_STOP (SIGTRAP | 0x80) /* a syscall-exit-stop, with PTRACE_O_TRACESYSGOOD */
 
 #define PT_KICK_SIG	 SIGURG
 #define PT_PARK_DELAY_NS 1000000LL /* do_todo() */
@@ -93,6 +97,11 @@ struct pt_tracer {
 	struct cds_list_head inbox;
 	struct pt_tracee *serving;
 	uint32_t seq; /* call ids: seq << 32 | tid */
+	/*
+	 * A seccomp filter of the program's own refused the pause() a parked call sleeps in
+	 * (on_sleep_exit()): parked calls stay in their stops from now on.
+	 */
+	bool no_sleep;
 	int ntracees;
 	struct pt_tracee *buckets[PT_BUCKETS];
 	struct cds_list_head queue, todo;
@@ -246,6 +255,10 @@ static int64_t do_todo(struct pt_tracer *t)
 	int64_t now = nt_now_ns(), next = -1;
 
 	cds_list_for_each_entry_safe(te, tmp, &t->todo, todo_node) {
+		if (te->state == PT_PARKING && t->no_sleep) {
+			cds_list_del_init(&te->todo_node); /* answered from its stop, when it is */
+			continue;
+		}
 		if (te->state == PT_PARKING && te->park_at > now) {
 			if (next < 0 || te->park_at - now < next)
 				next = te->park_at - now;
@@ -260,10 +273,14 @@ static int64_t do_todo(struct pt_tracer *t)
 			resume(te->tid, 0);
 			break;
 		case PT_PARKING:
-			/* pause() sleeps interruptibly; the filter lets it through */
+			/*
+			 * pause() sleeps interruptibly; our filter lets it through, but the
+			 * program's own filters see it too: PTRACE_SYSCALL stops it as pause()
+			 * returns, so one that refuses it is caught (on_sleep_exit()).
+			 */
 			set_syscall(te->tid, pause_nr(te), -ENOSYS);
 			te->state = PT_SLEEPING;
-			resume(te->tid, 0);
+			ptrace(PTRACE_SYSCALL, te->tid, 0, 0);
 			break;
 		case PT_WAKING:
 			if (!te->interrupted)
@@ -348,6 +365,37 @@ static void on_signal(struct pt_tracee *te, int sig)
 	resume(te->tid, sig);
 }
 
+/*
+ * pause() returned under a call that sleeps in it: stopped at its syscall-exit-stop, with
+ * its result in rax. -ERESTARTNOHAND is a signal or our interrupt, whose own stop comes
+ * next. Anything else is a filter of the program's own refusing pause() (SECCOMP_RET_ERRNO,
+ * or TRAP: its SIGSYS is then delivered as the thread runs on; a filter that kills ends the
+ * program, which no tracer can prevent). The call then waits in this stop, as it would in
+ * its seccomp stop, and so do later parked calls: answered at once when their wait ends,
+ * though a signal meanwhile only arrives after the answer, not with EINTR. Returning the
+ * refusal instead would end the call with a wrong error, its unit taken for nobody.
+ */
+static void on_sleep_exit(struct pt_tracer *t, struct pt_tracee *te)
+{
+	long ret;
+
+	if (te->state == PT_WAKING) {
+		deliver(te);
+		resume(te->tid, 0);
+		return;
+	}
+	errno = 0;
+	ret = ptrace(PTRACE_PEEKUSER, te->tid, offsetof(struct user, regs.rax), 0);
+	if (te->state != PT_SLEEPING || (ret == -ERESTARTNOHAND && !errno)) {
+		resume(te->tid, 0);
+		return;
+	}
+	if (errno) /* ESRCH: killed; its exit is reported */
+		return;
+	t->no_sleep = true;
+	te->state = PT_PARKING;
+}
+
 static void on_event_stop(struct pt_tracee *te, int sig)
 {
 	if (te->state == PT_WAKING)
@@ -404,7 +452,10 @@ static void on_stop(struct pt_tracer *t, pid_t tid, int status)
 		on_event_stop(te, sig);
 		return;
 	case 0:
-		on_signal(te, sig);
+		if (sig == PT_SYSCALL_STOP)
+			on_sleep_exit(t, te);
+		else
+			on_signal(te, sig);
 		return;
 	default:
 		resume(tid, 0);

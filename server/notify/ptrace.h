@@ -29,7 +29,12 @@
  *              thread sleeps interruptibly as it would in semop and its signals reach the
  *              tracer (signal-delivery-stops). A wait that ends sooner (a lock passed on) is
  *              answered from the seccomp stop, two stops cheaper; a signal sent meanwhile is
- *              pending when pause() starts, and interrupts it at once.
+ *              pending when pause() starts, and interrupts it at once. The program's own
+ *              seccomp filters judge the pause() as well (the kernel checks a call the
+ *              tracer changed again): it is resumed with PTRACE_SYSCALL, and a pause() that
+ *              returns other than interrupted was refused. The call then waits in that stop
+ *              and every later one in its seccomp stop (PARKING for good), uninterruptible
+ *              but answered as natively, rather than returning the refusal as its result.
  *   WAKING     sleeping, answered: the tracer interrupts it (PTRACE_INTERRUPT) and sets the
  *              result at its next stop, whichever stop that is.
  * An answer is final once taken: from STOPPED or SLEEPING the thread cannot leave without the
