@@ -66,15 +66,25 @@ static void show(const char *what, const struct run_result *r)
 		r->out_len && r->out[r->out_len - 1] != '\n' ? "\n" : "", what);
 }
 
+/* Options only notification serves (semvisor-run(1)): no ptrace run for them. */
+static bool needs_notify(const char *const *opts)
+{
+	for (int i = 0; opts && opts[i]; i++)
+		if (!strcmp(opts[i], "--proc-view") || !strncmp(opts[i], "--crash-safe", 12))
+			return true;
+	return false;
+}
+
 /*
- * Run prog with args natively, under semvisor-run (with opts) and under semvisord (with opts);
- * each confined run must match the native one.
+ * Run prog with args natively, under semvisor-run (with opts), under semvisord (with opts) and
+ * under semvisor-run --backend=ptrace (with opts), whose rules for credentials, namespaces and
+ * caller memory are the same; each confined run must match the native one.
  */
 static void diff3(const char *prog, const char *const *args, const char *const *opts, int timeout_s)
 {
 	struct run_spec s = { .prog = prog, .timeout_ms = timeout_s * 1000 };
 	struct run_result native, confined;
-	const char *names[] = { "semvisor-run", "semvisord" };
+	const char *names[] = { "semvisor-run", "semvisord", "semvisor-run --backend=ptrace" };
 	char st1[96], st2[96];
 
 	for (int i = 0; args && args[i]; i++)
@@ -85,7 +95,7 @@ static void diff3(const char *prog, const char *const *args, const char *const *
 	cr_assert(!native.timed_out && WIFEXITED(native.status) && !WEXITSTATUS(native.status),
 		  "%s: the native run failed (%s): the program is wrong for this kernel", prog,
 		  run_status_text(&native, st1, sizeof(st1)));
-	for (int mode = 0; mode < 2; mode++) {
+	for (int mode = 0; mode < 3; mode++) {
 		const char *la, *lb;
 		int n = 0, line;
 
@@ -93,6 +103,10 @@ static void diff3(const char *prog, const char *const *args, const char *const *
 		memset(s.opts, 0, sizeof(s.opts));
 		if (mode == 1)
 			s.opts[n++] = daemon_opt;
+		if (mode == 2 && needs_notify(opts))
+			break;
+		if (mode == 2)
+			s.opts[n++] = "--backend=ptrace";
 		for (int i = 0; opts && opts[i] && n < 7; i++)
 			s.opts[n++] = opts[i];
 		run(&s, &confined);
