@@ -559,7 +559,7 @@ static void serve_inbox(struct pt_tracer *t)
 static int wait_stop(struct pt_tracer *t, const sigset_t *wake, siginfo_t *si, int64_t next)
 {
 	static const struct timespec now;
-	int64_t start = nt_now_ns(), spent;
+	int64_t start = nt_now_ns();
 	int sig = -1;
 
 	if (t->spin && t->wait_ns < PT_SPIN_NS)
@@ -567,9 +567,8 @@ static int wait_stop(struct pt_tracer *t, const sigset_t *wake, siginfo_t *si, i
 		       nt_now_ns() - start < PT_SPIN_NS)
 			sched_yield();
 	if (sig < 0) {
-		spent = nt_now_ns() - start;
-		next = next < 0 ? -1 : next > spent ? next - spent : 0;
-		struct timespec ts = { next / 1000000000, next % 1000000000 };
+		int64_t spent = nt_now_ns() - start, left = next > spent ? next - spent : 0;
+		struct timespec ts = { left / 1000000000, left % 1000000000 };
 
 		sig = sigtimedwait(wake, si, next < 0 ? NULL : &ts);
 	}
@@ -582,6 +581,7 @@ static void *tracer_main(void *arg)
 	struct pt_tracer *t = arg;
 	int64_t next = -1;
 	sigset_t all, wake;
+	cpu_set_t cpus;
 	siginfo_t si;
 	int err = 0;
 
@@ -604,7 +604,6 @@ static void *tracer_main(void *arg)
 	if (err)
 		return NULL;
 
-	cpu_set_t cpus;
 	t->spin = !sched_getaffinity(0, sizeof(cpus), &cpus) && CPU_COUNT(&cpus) > 1;
 
 	/* A stop or a kick before the wait leaves its signal pending, so nothing is missed. */
