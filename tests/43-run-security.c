@@ -103,10 +103,11 @@ static void diff3(const char *prog, const char *const *args, const char *const *
 		memset(s.opts, 0, sizeof(s.opts));
 		if (mode == 1)
 			s.opts[n++] = daemon_opt;
-		if (mode == 2 && needs_notify(opts))
-			break;
-		if (mode == 2)
+		if (mode == 2) {
+			if (needs_notify(opts))
+				break;
 			s.opts[n++] = "--backend=ptrace";
+		}
 		for (int i = 0; opts && opts[i] && n < 7; i++)
 			s.opts[n++] = opts[i];
 		run(&s, &confined);

@@ -260,10 +260,6 @@ static int64_t do_todo(struct pt_tracer *t)
 	int64_t now = nt_now_ns(), next = -1;
 
 	cds_list_for_each_entry_safe(te, tmp, &t->todo, todo_node) {
-		if (te->state == PT_PARKING && t->no_sleep) {
-			cds_list_del_init(&te->todo_node); /* answered from its stop, when it is */
-			continue;
-		}
 		if (te->state == PT_PARKING && te->park_at > now) {
 			if (next < 0 || te->park_at - now < next)
 				next = te->park_at - now;
@@ -382,23 +378,22 @@ static void on_signal(struct pt_tracee *te, int sig)
  */
 static void on_sleep_exit(struct pt_tracer *t, struct pt_tracee *te)
 {
-	long ret;
-
-	if (te->state == PT_WAKING) {
+	if (te->state == PT_WAKING)
 		deliver(te);
-		resume(te->tid, 0);
-		return;
+	if (te->state == PT_SLEEPING) {
+		long ret;
+
+		errno = 0;
+		ret = ptrace(PTRACE_PEEKUSER, te->tid, offsetof(struct user, regs.rax), 0);
+		if (ret == -1 && errno)
+			return; /* ESRCH: killed; its exit is reported */
+		if (ret != -ERESTARTNOHAND) {
+			t->no_sleep = true;
+			te->state = PT_PARKING; /* pt_answer() ends it from here */
+			return;
+		}
 	}
-	errno = 0;
-	ret = ptrace(PTRACE_PEEKUSER, te->tid, offsetof(struct user, regs.rax), 0);
-	if (te->state != PT_SLEEPING || (ret == -ERESTARTNOHAND && !errno)) {
-		resume(te->tid, 0);
-		return;
-	}
-	if (errno) /* ESRCH: killed; its exit is reported */
-		return;
-	t->no_sleep = true;
-	te->state = PT_PARKING;
+	resume(te->tid, 0);
 }
 
 static void on_event_stop(struct pt_tracee *te, int sig)
@@ -545,7 +540,8 @@ static void serve_inbox(struct pt_tracer *t)
 }
 
 /*
- * Wait for a stop or a kick (the signal, or -1 with errno); next as in do_todo(). A tracer that
+ * Wait for a stop or a kick: the signal taken, or -1 with errno (EAGAIN: next, a timeout in
+ * nanoseconds as do_todo() returns it, passed first). A tracer that
  * sleeps is woken with an interrupt, and the CPU it slept on has often gone idle, which on a
  * virtual machine makes the wake-up cost more than the rest of a call. A program that calls
  * in a loop stops again a few microseconds after it is resumed, so the tracer first polls for
@@ -788,7 +784,9 @@ static void pt_parked(const struct nt_listener *l, uint64_t id)
 	if (te && te->state == PT_STOPPED) {
 		te->state = PT_PARKING;
 		te->park_at = nt_now_ns() + PT_PARK_DELAY_NS;
-		todo_add(t, te);
+		/* it sleeps in pause() when due, unless the program's filter refuses that */
+		if (!t->no_sleep)
+			todo_add(t, te);
 	}
 	xunlock(&t->lock);
 }
