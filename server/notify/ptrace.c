@@ -33,6 +33,7 @@
 #include "engine/sem.h"
 #include "notify/receiver.h"
 #include "notify/super.h"
+#include "notify/target.h"
 
 #ifndef __X32_SYSCALL_BIT
 #define __X32_SYSCALL_BIT 0x40000000
@@ -80,6 +81,8 @@ struct pt_tracer {
 	pthread_mutex_t lock;
 	pthread_t thread;
 	pid_t first;
+	int first_pidfd; /* names first for sure, or -1: checked once it is seized */
+	struct cds_list_head tracers_node; /* on tracers while the thread runs */
 	int rfd, wfd; /* the pipe: rfd is the listener's fd, wfd the tracer's (-1: closed) */
 	pid_t tid;    /* the tracer thread's, for kick() */
 	bool done;    /* the tracer thread ends: nobody kicks it any more */
@@ -183,6 +186,48 @@ static void kick(struct pt_tracer *t)
 {
 	if (!t->done)
 		syscall(SYS_tgkill, getpid(), t->tid, PT_KICK_SIG);
+}
+
+/*
+ * The tracers of this process: semvisor-run has one, semvisord one per program it traces.
+ * The kernel sends a ptrace stop's SIGCHLD to the process, not to the thread that traces,
+ * and does not queue it, so the one a tracer takes may stand for another tracer's stops too.
+ * A tracer that takes SIGCHLD therefore kicks every other one, and each takes what stopped of
+ * its own (__WNOTHREAD, reap()). Alone, it kicks nobody: the count is read without the lock,
+ * and a tracer is counted before it seizes, so before any stop of its tracees can signal.
+ */
+static pthread_mutex_t tracers_lock = PTHREAD_MUTEX_INITIALIZER;
+static CDS_LIST_HEAD(tracers);
+static atomic_int ntracers;
+
+static void tracers_join(struct pt_tracer *t)
+{
+	xlock(&tracers_lock);
+	cds_list_add(&t->tracers_node, &tracers);
+	atomic_fetch_add(&ntracers, 1);
+	xunlock(&tracers_lock);
+}
+
+static void tracers_leave(struct pt_tracer *t)
+{
+	xlock(&tracers_lock);
+	cds_list_del(&t->tracers_node);
+	atomic_fetch_sub(&ntracers, 1);
+	xunlock(&tracers_lock);
+}
+
+/* A tracer on the list has a thread that has not ended yet: its tid is its own. */
+static void kick_others(struct pt_tracer *t)
+{
+	struct pt_tracer *o;
+
+	if (atomic_load(&ntracers) < 2)
+		return;
+	xlock(&tracers_lock);
+	cds_list_for_each_entry(o, &tracers, tracers_node)
+		if (o != t)
+			syscall(SYS_tgkill, getpid(), o->tid, PT_KICK_SIG);
+	xunlock(&tracers_lock);
 }
 
 /*
@@ -586,10 +631,20 @@ static void *tracer_main(void *arg)
 	sigemptyset(&wake);
 	sigaddset(&wake, SIGCHLD);
 	sigaddset(&wake, PT_KICK_SIG);
+	t->tid = (pid_t)syscall(SYS_gettid);
+	tracers_join(t);
 	if (ptrace(PTRACE_SEIZE, t->first, 0, PT_OPTIONS))
 		err = errno;
+	/*
+	 * The number may have been the pidfd's process's no longer (reaped, and given to
+	 * another): if that process is still there now, the number is still its own.
+	 */
+	if (!err && t->first_pidfd >= 0 && tgt_alive(t->first_pidfd)) {
+		ptrace(PTRACE_DETACH, t->first, 0, 0);
+		err = ESRCH;
+	}
+	t->first_pidfd = -1; /* the caller's, closed once we have started */
 	xlock(&t->lock);
-	t->tid = (pid_t)syscall(SYS_gettid);
 	if (!err && !find_or_add(t, t->first))
 		err = ENOMEM;
 	t->start_err = err;
@@ -597,8 +652,10 @@ static void *tracer_main(void *arg)
 	t->done = err != 0;
 	pthread_cond_broadcast(&t->started_cond);
 	xunlock(&t->lock);
-	if (err)
+	if (err) {
+		tracers_leave(t);
 		return NULL;
+	}
 
 	t->spin = !sched_getaffinity(0, sizeof(cpus), &cpus) && CPU_COUNT(&cpus) > 1;
 
@@ -608,6 +665,8 @@ static void *tracer_main(void *arg)
 
 		if (sig < 0 && errno != EAGAIN && errno != EINTR)
 			break;
+		if (sig == SIGCHLD)
+			kick_others(t);
 		xlock(&t->lock);
 		if (t->l && !t->wk)
 			become_guest(t);
@@ -625,6 +684,7 @@ static void *tracer_main(void *arg)
 		nt_guest_free(t->wk);
 		sv_thread_unregister();
 	}
+	tracers_leave(t);
 	xlock(&t->lock);
 	t->done = true;
 	close(t->wfd);
@@ -637,7 +697,7 @@ static void *tracer_main(void *arg)
 	return NULL;
 }
 
-int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen)
+int pt_tracer_start(pid_t pid, int pidfd, struct pt_tracer **out, char *err, size_t errlen)
 {
 	struct pt_tracer *t = calloc(1, sizeof(*t));
 	sigset_t chld;
@@ -648,6 +708,7 @@ int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	t->first = pid;
+	t->first_pidfd = pidfd;
 	t->rfd = t->wfd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->started_cond, NULL);
@@ -677,7 +738,7 @@ int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen)
 	if (rc) {
 		pthread_join(t->thread, NULL);
 		snprintf(err, errlen, "cannot trace the program (PTRACE_SEIZE): %s%s",
-			 strerror(-rc),
+			 rc == -ESRCH ? "it is gone" : strerror(-rc),
 			 rc == -EPERM ? " (see /proc/sys/kernel/yama/ptrace_scope)" : "");
 		goto fail;
 	}

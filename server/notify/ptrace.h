@@ -54,6 +54,10 @@
  * Calls parked by the tracer are completed by whichever thread serves the call that wakes
  * them: its answer is left to the tracer (the to-do list, and a SIGURG to wake it).
  *
+ * semvisord traces too, for a program that asks it to (semvisor-run --daemon where notification
+ * cannot be had; daemon/agent.c): one tracer per such program, all in the daemon's process,
+ * which share SIGCHLD (ptrace.c, "The tracers of this process").
+ *
  * The listener's fd is the read end of a pipe the tracer closes when its last tracee is gone,
  * which the workers see as the listener's hang-up. Until the listener is made, or if no guest
  * worker can be had, calls go to the workers instead: the pipe then holds one byte while the
@@ -76,14 +80,16 @@
 struct pt_tracer;
 
 /*
- * Seize pid (which has let us trace it: PR_SET_PTRACER) from a tracer thread of our own. The
- * fd to add as the listener (nt_listener_opts.tp = &nt_ptrace_transport, .tp_ctx = *out), or
- * -errno with a sentence in err. SIGCHLD must be blocked in every thread of the process: the
- * caller's mask is changed to block it, so threads it starts later inherit that. One tracer
- * per process: the kernel sends the SIGCHLD of a ptrace stop to the tracer's whole process, and
- * a second tracer could take the one meant for the first.
+ * Seize pid (which has let us trace it: PR_SET_PTRACER, or asked us to) from a tracer thread
+ * of our own. pidfd, if not -1, names the process meant: one whose number was reaped and
+ * reused before the seizure is let go again (-ESRCH). The fd to add as the listener
+ * (nt_listener_opts.tp = &nt_ptrace_transport, .tp_ctx = *out), or -errno with a sentence in
+ * err. SIGCHLD must be blocked in every thread of the process, before any of them starts: the
+ * caller's mask is changed to block it, so threads it starts later inherit that; a thread
+ * that took it (or waited for children without __WNOTHREAD) would take tracees' stops. Any
+ * number of tracers may run in one process (ptrace.c, "The tracers of this process").
  */
-int pt_tracer_start(pid_t pid, struct pt_tracer **out, char *err, size_t errlen);
+int pt_tracer_start(pid_t pid, int pidfd, struct pt_tracer **out, char *err, size_t errlen);
 
 extern const struct nt_transport nt_ptrace_transport;
 
