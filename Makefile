@@ -164,9 +164,9 @@ CTL_LIB_OBJ = $(O)/server/control/ctl_frame.o $(O)/server/control/ctl_metrics.o 
 $(O)/semvisorctl: $(patsubst %.c,$(O)/%.o,$(CTL_SRC)) $(CTL_LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_PROTO) $(LIBS_JSON)
 
-# semvisor-lxc shares the agent message and its transfer (handoff/msg.c, xfer.c) with the
-# daemon, the way runc's side of it is written once for semvisor-run too.
-LXC_LIB_OBJ = $(O)/server/handoff/msg.o $(O)/server/handoff/xfer.o
+# semvisor-lxc shares the agent message and its transfer (handoff/msg.c, meta.c, xfer.c) with
+# the daemon, the way runc's side of it is written once for semvisor-run too.
+LXC_LIB_OBJ = $(O)/server/handoff/msg.o $(O)/server/handoff/meta.o $(O)/server/handoff/xfer.o
 $(O)/client/semvisor-lxc.o: CPPFLAGS += $(shell pkg-config --cflags lxc 2>/dev/null)
 $(O)/semvisor-lxc: $(O)/client/semvisor-lxc.o $(LXC_LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_JSON) $(shell pkg-config --libs lxc 2>/dev/null)

@@ -31,6 +31,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,8 +104,9 @@ static void usage(FILE *f)
 	       "                         sandboxes and some containers), or auto (the default:\n"
 	       "                         notify, else ptrace, saying why on standard error).\n"
 	       "                         Under ptrace PROGRAM cannot trace its own children\n"
-	       "                         (gdb, strace inside get EPERM), and --proc-view,\n"
-	       "                         --crash-safe and --daemon are not available\n"
+	       "                         (gdb, strace inside get EPERM), --proc-view and\n"
+	       "                         --crash-safe are not available, and with --daemon\n"
+	       "                         PROGRAM dies if semvisord stops\n"
 	       "      --crash-safe       if the embedded supervisor dies (kill -9 at any\n"
 	       "                         instant), start another that loses nothing: every\n"
 	       "                         change is journaled in memory semvisor-run keeps\n"
@@ -259,9 +261,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 				"semvisord is crash-safe under a service manager (semvisord(8))\n");
 		exit(EXIT_SELF);
 	}
-	if (o->backend == BACKEND_PTRACE && (o->daemon || o->crash_safe || o->proc_view)) {
-		fprintf(stderr, "semvisor-run: --backend=ptrace serves from an embedded supervisor "
-				"only, without --crash-safe or --proc-view\n");
+	if (o->backend == BACKEND_PTRACE && (o->crash_safe || o->proc_view)) {
+		fprintf(stderr, "semvisor-run: --backend=ptrace serves without --crash-safe or "
+				"--proc-view\n");
 		exit(EXIT_SELF);
 	}
 	if (optind >= argc) {
@@ -390,7 +392,7 @@ static int trace_program(int handoff, struct nt_listener_opts *lopts)
 
 	if (poll(&pfd, 1, HANDOFF_MS) != 1 || read_full(handoff, &pid, sizeof(pid)) != sizeof(pid))
 		_exit(EXIT_SELF); /* the program saw it too (no answer) and says why */
-	fd = pt_tracer_start(pid, &t, err, sizeof(err));
+	fd = pt_tracer_start(pid, -1, &t, err, sizeof(err));
 	if (fd < 0) {
 		fprintf(stderr, "semvisor-run: supervisor: %s\n", err);
 		_exit(EXIT_SELF);
@@ -547,24 +549,48 @@ static void report(int errfd, int code, int err, const char *msg)
 
 /*
  * --backend=ptrace: let the supervisor trace us, wait until it has, install a filter that
- * makes tracer stops of what a listener would get, and become the program.
+ * makes tracer stops of what a listener would get, and become the program. The embedded
+ * supervisor is sent our pid; semvisord, our handoff message (msg) saying "ptrace", with a
+ * pidfd of ours where a listener would go: it seizes whoever connected, which is us.
  */
-static void be_traced(const struct options *o, pid_t sup, int handoff, int errfd)
-    __attribute__((noreturn));
-static void be_traced(const struct options *o, pid_t sup, int handoff, int errfd)
+static void be_traced(const struct options *o, pid_t sup, int handoff, const char *msg,
+		      size_t msglen, int errfd) __attribute__((noreturn));
+static void be_traced(const struct options *o, pid_t sup, int handoff, const char *msg,
+		      size_t msglen, int errfd)
 {
 	struct filter_opts fopts = { .trap_ns_changes = true, .trace = true };
 	struct pollfd pfd = { .fd = handoff, .events = POLLIN };
 	pid_t me = getpid();
 	char err[512], ok = 0;
-	int rc;
+	int rc, pidfd;
 
-	/* Yama's ptrace_scope 1 lets only an ancestor trace us, unless we say otherwise */
-	if (prctl(PR_SET_PTRACER, (unsigned long)sup, 0, 0, 0) && errno != EINVAL)
+	if (o->daemon) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+
+		/* semvisord's pid as we see it; 0 if it is outside our pid namespace */
+		sup = getsockopt(handoff, SOL_SOCKET, SO_PEERCRED, &cred, &len) ? 0 : cred.pid;
+	}
+	/*
+	 * Yama's ptrace_scope 1 lets only an ancestor trace us, unless we say otherwise (a
+	 * semvisord with CAP_SYS_PTRACE needs no word, nor can it have one from outside our pid
+	 * namespace)
+	 */
+	if (sup > 0 && prctl(PR_SET_PTRACER, (unsigned long)sup, 0, 0, 0) && errno != EINVAL)
 		report(errfd, EXIT_SELF, errno, "prctl(PR_SET_PTRACER) failed");
-	if (write(handoff, &me, sizeof(me)) != sizeof(me) || poll(&pfd, 1, HANDOFF_MS) != 1 ||
-	    read(handoff, &ok, 1) != 1 || ok != 1)
-		report(errfd, EXIT_SELF, 0, "the supervisor could not trace the program");
+	if (o->daemon) {
+		pidfd = (int)syscall(SYS_pidfd_open, me, 0);
+		if (pidfd < 0)
+			report(errfd, EXIT_SELF, errno, "pidfd_open failed");
+		rc = ho_send_msg(handoff, pidfd, msg, msglen);
+		close(pidfd);
+	} else {
+		rc = write(handoff, &me, sizeof(me)) == sizeof(me) ? 0 : -EIO;
+	}
+	if (rc || poll(&pfd, 1, HANDOFF_MS) != 1 || read(handoff, &ok, 1) != 1 || ok != 1)
+		report(errfd, EXIT_SELF, rc ? -rc : 0,
+		       o->daemon ? "semvisord could not trace the program (its log says why)"
+				 : "the supervisor could not trace the program");
 	close(handoff);
 	rc = filter_install(&fopts, err, sizeof(err));
 	if (rc < 0)
@@ -590,7 +616,8 @@ static void become_program(const struct options *o, pid_t sup, int handoff, int 
 		handoff = ho_connect(o->daemon, err, sizeof(err));
 		if (handoff < 0)
 			report(errfd, EXIT_SELF, 0, err);
-		snprintf(info.metadata, sizeof(info.metadata), "semvisor-run ns-traps");
+		snprintf(info.metadata, sizeof(info.metadata), "semvisor-run ns-traps%s",
+			 o->backend == BACKEND_PTRACE ? " ptrace" : "");
 	}
 	snprintf(info.id, sizeof(info.id), "semvisor-run-%d", (int)getpid());
 	/*
@@ -602,7 +629,7 @@ static void become_program(const struct options *o, pid_t sup, int handoff, int 
 		report(errfd, EXIT_SELF, -rc, "building the handoff message failed");
 
 	if (o->backend == BACKEND_PTRACE)
-		be_traced(o, sup, handoff, errfd); /* and exec */
+		be_traced(o, sup, handoff, msg, msglen, errfd); /* and exec */
 	listener = filter_install(&fopts, err, sizeof(err));
 	if (listener < 0)
 		report(errfd, EXIT_SELF, -listener, err);
@@ -725,17 +752,17 @@ static void choose_backend(struct options *o)
 	if (o->backend != BACKEND_AUTO)
 		return;
 	o->backend = BACKEND_NOTIFY;
-	/* semvisord's clients need notification; so do --crash-safe and --proc-view */
-	if (o->daemon || o->crash_safe || o->proc_view)
+	/* --crash-safe and --proc-view need notification */
+	if (o->crash_safe || o->proc_view)
 		return;
 	rc = filter_probe_notify();
 	if (rc == 0 || rc == -EACCES)
 		return; /* EACCES: the real filter says why */
 	fprintf(stderr,
 		"semvisor-run: seccomp user notification is unavailable here (%s); serving "
-		"through ptrace\n",
-		rc == -EBUSY ? "a filter with a listener is installed above: EBUSY"
-			     : strerror(-rc));
+		"through ptrace%s\n",
+		rc == -EBUSY ? "a filter with a listener is installed above: EBUSY" : strerror(-rc),
+		o->daemon ? " (semvisord traces the program)" : "");
 	o->backend = BACKEND_PTRACE;
 }
 

@@ -791,7 +791,12 @@ Test(handoff, meta_separators)
 	ho_meta_parse("", &m);
 	cr_assert(!m.ns_traps && !m.ns_given && !m.ns[0] && !m.note[0]);
 	ho_meta_parse("ns-traps", &m);
-	cr_assert(m.ns_traps && !m.ns_given);
+	cr_assert(m.ns_traps && !m.ns_given && !m.ptrace);
+	/* what semvisor-run --daemon --backend=ptrace sends */
+	ho_meta_parse("semvisor-run ns-traps ptrace", &m);
+	cr_assert(m.ns_traps && m.ptrace && !m.note[0], "%s", m.note);
+	ho_meta_parse("ptrace=1", &m);
+	cr_assert(!m.ptrace && strstr(m.note, "takes no value"), "%s", m.note);
 }
 
 /* seccompagent and SPO write KEY=VALUE lines for their own agents: ours are still found. */
@@ -1350,6 +1355,30 @@ Test(handoff, not_a_listener)
 	close(efd);
 	close(sock[0]);
 	close(sock[1]);
+}
+
+/* A pidfd stands for a listener only in a message that asks to be traced (meta.h). */
+Test(handoff, pidfd_only_for_ptrace)
+{
+	static const char traced[] =
+	    "{\"ociVersion\":\"1.0.2\",\"fds\":[\"seccompFd\"],\"pid\":1,"
+	    "\"metadata\":\"semvisor-run ns-traps ptrace\",\"state\":{\"id\":\"x\"}}";
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0), sv[2], fd = -1;
+	struct ho_info info;
+	char err[256];
+
+	cr_assert_geq(pidfd, 0, "pidfd_open: %s", strerror(errno));
+	expect_refused(runc_msg, strlen(runc_msg), &pidfd, 1, -EPROTO,
+		       "the fd is not a seccomp listener (it is anon_inode:[pidfd])");
+	pair(sv);
+	send_raw(sv[0], traced, strlen(traced), &pidfd, 1);
+	close(sv[0]);
+	cr_assert_eq(ho_recv(sv[1], &fd, &info, 2000, err, sizeof(err)), 0, "%s", err);
+	cr_assert_geq(fd, 0);
+	cr_assert_str_eq(info.metadata, "semvisor-run ns-traps ptrace");
+	close(fd);
+	close(sv[1]);
+	close(pidfd);
 }
 
 Test(handoff, not_a_socket)

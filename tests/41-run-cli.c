@@ -99,6 +99,9 @@ Test(run_cli, bad_options)
 		{ "-o", NULL },
 		{ "-o/dev/null", NULL },	  /* without -v */
 		{ "-v", "-o/nonexistent/dir/x" }, /* cannot be written */
+		{ "--backend=ptrace", "--crash-safe" }, /* notification's alone */
+		{ "--backend=ptrace", "--proc-view" },
+		{ "--backend=other", NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -76,15 +76,17 @@ static bool needs_notify(const char *const *opts)
 }
 
 /*
- * Run prog with args natively, under semvisor-run (with opts), under semvisord (with opts) and
- * under semvisor-run --backend=ptrace (with opts), whose rules for credentials, namespaces and
- * caller memory are the same; each confined run must match the native one.
+ * Run prog with args natively, under semvisor-run (with opts), under semvisord (with opts),
+ * under semvisor-run --backend=ptrace and under semvisord tracing it (with opts), whose rules
+ * for credentials, namespaces and caller memory are the same; each confined run must match the
+ * native one.
  */
-static void diff3(const char *prog, const char *const *args, const char *const *opts, int timeout_s)
+static void diff_each(const char *prog, const char *const *args, const char *const *opts, int timeout_s)
 {
 	struct run_spec s = { .prog = prog, .timeout_ms = timeout_s * 1000 };
 	struct run_result native, confined;
-	const char *names[] = { "semvisor-run", "semvisord", "semvisor-run --backend=ptrace" };
+	const char *names[] = { "semvisor-run", "semvisord", "semvisor-run --backend=ptrace",
+				"semvisord --backend=ptrace" };
 	char st1[96], st2[96];
 
 	for (int i = 0; args && args[i]; i++)
@@ -95,15 +97,15 @@ static void diff3(const char *prog, const char *const *args, const char *const *
 	cr_assert(!native.timed_out && WIFEXITED(native.status) && !WEXITSTATUS(native.status),
 		  "%s: the native run failed (%s): the program is wrong for this kernel", prog,
 		  run_status_text(&native, st1, sizeof(st1)));
-	for (int mode = 0; mode < 3; mode++) {
+	for (int mode = 0; mode < 4; mode++) {
 		const char *la, *lb;
 		int n = 0, line;
 
 		s.confined = true;
 		memset(s.opts, 0, sizeof(s.opts));
-		if (mode == 1)
+		if (mode == 1 || mode == 3)
 			s.opts[n++] = daemon_opt;
-		if (mode == 2) {
+		if (mode >= 2) {
 			if (needs_notify(opts))
 				break;
 			s.opts[n++] = "--backend=ptrace";
@@ -115,7 +117,7 @@ static void diff3(const char *prog, const char *const *args, const char *const *
 		if (line || confined.timed_out || confined.status != native.status) {
 			show("native", &native);
 			show(names[mode], &confined);
-			if (mode == 1) {
+			if (mode == 1 || mode == 3) {
 				char *log = dh_log(&daemon_);
 
 				fprintf(stderr, "==== the daemon's log:\n%s", dh_tail(log, 40));
@@ -138,20 +140,20 @@ static void diff3(const char *prog, const char *const *args, const char *const *
 /* IPC namespaces born again with a dead one's inode number start empty, as natively */
 Test(run_security, namespaces_reborn_empty)
 {
-	diff3("ns-reuse", NULL, NULL, 120);
+	diff_each("ns-reuse", NULL, NULL, 120);
 }
 
 /* a namespace held by an open file keeps its sets while no process is in it */
 Test(run_security, namespace_held_by_a_file)
 {
-	diff3("ns-held", NULL, NULL, 60);
+	diff_each("ns-held", NULL, NULL, 60);
 }
 
 /* root dropped through i386's table (int $0x80) is dropped for us too */
 Test(run_security, i386_credential_drop)
 {
 	need_i386();
-	diff3("i386-creds", NULL, NULL, 60);
+	diff_each("i386-creds", NULL, NULL, 60);
 }
 
 /*
@@ -161,7 +163,7 @@ Test(run_security, i386_credential_drop)
  */
 Test(run_security, proc_sysvipc_sem_view)
 {
-	diff3("proc-view", NULL, (const char *const[]){ "--proc-view", NULL }, 60);
+	diff_each("proc-view", NULL, (const char *const[]){ "--proc-view", NULL }, 60);
 }
 
 /*
@@ -201,32 +203,32 @@ Test(run_security, proc_sysctl_view_with_limits)
 /* a non-leader thread's exec of a set-user-ID binary: the new credentials count */
 Test(run_security, exec_setuid_from_a_thread)
 {
-	diff3("exec-setuid", NULL, NULL, 60);
+	diff_each("exec-setuid", NULL, NULL, 60);
 }
 
 /* a removal is never ordered after a credential change that has completed */
 Test(run_security, setresuid_racing_rmid)
 {
-	diff3("cred-race", (const char *const[]){ "3000", NULL }, NULL, 240);
+	diff_each("cred-race", (const char *const[]){ "3000", NULL }, NULL, 240);
 }
 
 /* the same with four workers, where the calls of two threads are served at once */
 Test(run_security, setresuid_racing_rmid_four_workers)
 {
-	diff3("cred-race", (const char *const[]){ "3000", NULL },
+	diff_each("cred-race", (const char *const[]){ "3000", NULL },
 	      (const char *const[]){ "--workers=4", NULL }, 240);
 }
 
 /* caller memory is read and written with the caller's own access rights */
 Test(run_security, memory_protections)
 {
-	diff3("mem-prot", NULL, NULL, 60);
+	diff_each("mem-prot", NULL, NULL, 60);
 }
 
 /* credential changes, execve and untrapped namespace changes never fail with EINTR */
 Test(run_security, no_eintr_under_a_signal_flood)
 {
-	diff3("eintr-creds", (const char *const[]){ "20000", NULL }, NULL, 240);
+	diff_each("eintr-creds", (const char *const[]){ "20000", NULL }, NULL, 240);
 }
 
 /*
@@ -294,16 +296,16 @@ Test(run_security, i386_entry_points_fail_closed)
 Test(run_security, without_the_newer_kernel_interfaces)
 {
 	setenv("SEMVISOR_KERNEL_FEATURES_OFF", "all", 1);
-	diff3("ns-reuse", NULL, NULL, 120);
+	diff_each("ns-reuse", NULL, NULL, 120);
 	if (i386_available())
-		diff3("i386-creds", NULL, NULL, 60);
+		diff_each("i386-creds", NULL, NULL, 60);
 	else
 		fprintf(stderr, "i386-creds left out: %s\n", I386_SKIP_REASON);
-	diff3("exec-setuid", NULL, NULL, 60);
-	diff3("mem-prot", NULL, NULL, 60);
+	diff_each("exec-setuid", NULL, NULL, 60);
+	diff_each("mem-prot", NULL, NULL, 60);
 	/* every call reads /proc/TID/status, whose Groups: line is here longer than a page */
-	diff3("perms", (const char *const[]){ "manygroups", NULL }, NULL, 60);
-	diff3("cred-race", (const char *const[]){ "1000", NULL },
+	diff_each("perms", (const char *const[]){ "manygroups", NULL }, NULL, 60);
+	diff_each("cred-race", (const char *const[]){ "1000", NULL },
 	      (const char *const[]){ "--workers=4", NULL }, 240);
 }
 

@@ -284,3 +284,146 @@ Test(daemon_share, namespaces_without_cap_sys_admin)
 	free(out);
 	cr_assert_eq(dh_daemon_stop(&d), 0);
 }
+
+/*
+ * argv for semvisor-run --daemon=sock [opt] -- daemon-sem args, run under `cli listener` (a
+ * sandbox above whose listener leaves none for semvisor-run) when nested.
+ */
+static const char *const *traced_argv(const char **argv, const char *sock, const char *opt,
+				      bool nested, const char *const *args)
+{
+	static __thread char daemon_opt[4][PATH_MAX + 16];
+	static __thread int slot;
+	char *dopt = daemon_opt[slot++ % 4];
+	int n = 0;
+
+	snprintf(dopt, PATH_MAX + 16, "--daemon=%s", sock);
+	if (nested) {
+		argv[n++] = dh_bin("tests/prog/cli");
+		argv[n++] = "listener";
+	}
+	argv[n++] = dh_bin("semvisor-run");
+	argv[n++] = dopt;
+	if (opt)
+		argv[n++] = opt;
+	argv[n++] = "--";
+	argv[n++] = dh_bin("tests/prog/daemon-sem");
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	return argv;
+}
+
+/*
+ * Where notification cannot be had, semvisord traces the program instead (semvisor-run
+ * --daemon --backend=ptrace; or, under a sandbox whose listener leaves none, the default
+ * --backend=auto, which says so), and it meets the daemon's other clients as any client does.
+ * Three pairs play ping-pong at once on three keys: a traced ping with a notified pong, a
+ * traced pair, and a nested pair, so that several tracers of one daemon take each other's
+ * SIGCHLD (ptrace.c) many times over. Every turn must be counted and nothing reach the kernel.
+ */
+Test(daemon_share, ptrace_clients)
+{
+	static const char *const keys[] = { "0x5e3a0011", "0x5e3a0012", "0x5e3a0013" };
+	/* per pair: ping's option and nesting, then pong's */
+	static const struct {
+		const char *opt[2];
+		bool nested[2];
+	} pairs[] = {
+		{ { "--backend=ptrace", NULL }, { false, false } },
+		{ { "--backend=ptrace", "--backend=ptrace" }, { false, false } },
+		{ { NULL, NULL }, { true, true } },
+	};
+	const char *argv[6][16];
+	char rounds[16], outp[6][PATH_MAX], *log, *out, want[128];
+	struct dh_daemon d;
+	pid_t pid[6];
+	int st;
+
+	dh_setup();
+	dh_daemon_start(&d, "d", NULL);
+	snprintf(rounds, sizeof(rounds), "%d", ROUNDS);
+	for (int i = 0; i < 6; i++) {
+		int p = i / 2, who = i % 2;
+		char name[32];
+
+		snprintf(name, sizeof(name), "%s%d.out", who ? "pong" : "ping", p);
+		snprintf(outp[i], sizeof(outp[i]), "%s", dh_path(name));
+		pid[i] = dh_spawn(traced_argv(argv[i], d.sock, pairs[p].opt[who],
+					      pairs[p].nested[who],
+					      (const char *const[]){ who ? "pong" : "ping", keys[p],
+								     rounds, NULL }),
+				  outp[i]);
+	}
+	for (int i = 0; i < 6; i++) {
+		cr_assert(dh_wait(pid[i], 60000, &st), "%s timed out:\n%s", outp[i],
+			  dh_slurp(outp[i]));
+		log = dh_log(&d);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s\n%s\ndaemon log:\n%s",
+			  outp[i], dh_status_text(st), dh_slurp(outp[i]), log);
+		free(log);
+	}
+	dh_daemon_alive(&d);
+	for (int p = 0; p < 3; p++) {
+		int counter = -1, s0 = -1, s1 = -1;
+
+		out = dh_slurp(outp[2 * p]);
+		cr_assert_eq(sscanf(strstr(out, "ping: ") ? strstr(out, "ping: ") : out,
+				    "ping: rounds %*d counter %d sem0 %d sem1 %d", &counter, &s0,
+				    &s1),
+			     3, "ping %d printed:\n%s", p, out);
+		cr_assert(counter == 2 * ROUNDS && s0 == 0 && s1 == 0,
+			  "pair %d: counter %d sem0 %d sem1 %d, expected %d 0 0", p, counter, s0, s1,
+			  2 * ROUNDS);
+		free(out);
+	}
+	/* the nested ones said why they are traced */
+	for (int i = 4; i < 6; i++) {
+		out = dh_slurp(outp[i]);
+		cr_assert(strstr(out, "EBUSY") && strstr(out, "semvisord traces the program"),
+			  "%s does not say it falls back:\n%s", outp[i], out);
+		free(out);
+	}
+	log = dh_log(&d);
+	cr_assert_eq(dh_count(log, " through ptrace"), 5, "five traced clients:\n%s", log);
+	cr_assert_eq(kernel_sets(), 0, "the kernel holds sets:\n%s",
+		     dh_slurp("/proc/sysvipc/sem"));
+	free(log);
+
+	/* the daemon kept the sets: a notified client reads what the traced ones left */
+	cr_assert_eq(DH_SEM(d.sock, &out, "show", keys[1], "rm"), 0, "show:\n%s", out);
+	snprintf(want, sizeof(want), "show: nsems 3 uid 0 vals 0 0 %d\n", 2 * ROUNDS);
+	cr_assert(strstr(out, want), "show printed:\n%s\nexpected: %s", out, want);
+	free(out);
+	cr_assert_eq(dh_daemon_stop(&d), 0, "%s", dh_slurp(d.log));
+}
+
+/*
+ * A traced program dies with the daemon that traces it (PTRACE_O_EXITKILL): left without a
+ * tracer, a call it waits in would never end. It must die, not hang.
+ */
+Test(daemon_share, ptrace_client_dies_with_daemon)
+{
+	const char *argv[16];
+	struct dh_daemon d;
+	char *out;
+	pid_t pid;
+	int st;
+
+	dh_setup();
+	dh_daemon_start(&d, "d", NULL);
+	/* waits for ever: its pong never comes */
+	pid = dh_spawn(traced_argv(argv, d.sock, "--backend=ptrace", false,
+				   (const char *const[]){ "ping", KEY, "1", NULL }),
+		       dh_path("ping.out"));
+	cr_assert(dh_wait_file(d.log, " through ptrace", 1, 10000), "never traced:\n%s",
+		  dh_slurp(d.log));
+	dh_sleep_ms(200);
+	kill(d.pid, SIGKILL);
+	cr_assert(dh_wait(pid, 10000, &st), "the traced program outlived its daemon:\n%s",
+		  dh_slurp(dh_path("ping.out")));
+	out = dh_slurp(dh_path("ping.out"));
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s:\n%s", dh_status_text(st), out);
+	free(out);
+	free(dh_daemon_gone(&d)); /* reaps it */
+}

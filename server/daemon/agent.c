@@ -24,6 +24,11 @@
  *    semaphores. A malformed or ambiguous one refuses the client (the listener is closed, so
  *    its semaphore calls fail with ENOSYS): serving it elsewhere than it asked would silently
  *    split its semaphores from those of the clients it meant to meet.
+ *  - "ptrace": trace the connecting process (semvisor-run --daemon where notification cannot be
+ *    had, its --backend=ptrace): its fd is no listener, and its filter will return
+ *    SECCOMP_RET_TRACE. Honoured from anyone, since only the process that asks is traced
+ *    (trace_peer()): asking is consent, as PTRACE_TRACEME is. It needs ptrace access to the
+ *    client (CAP_SYS_PTRACE, or the client's PR_SET_PTRACER naming us).
  * A client is named for people by its Kubernetes names when the runtime's annotations carry
  * them (msg.h), its container id then kept in the log line that starts serving it.
  */
@@ -39,6 +44,11 @@
 #include "handoff/meta.h"
 #include "handoff/xfer.h"
 #include "lock/xpthread.h"
+#include "notify/ptrace.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
 
 #define AGENT_INFLIGHT	   64
 #define AGENT_PER_UID	   8
@@ -147,6 +157,37 @@ static void conn_end(struct conn *c)
 	free(c);
 }
 
+/*
+ * Seize the process that connected (c), which asked for it. Its number (SO_PEERCRED) is
+ * checked against its pidfd (SO_PEERPIDFD, both taken as it connected) once it is seized, so
+ * a process that has since died and whose number went to another never brings that other
+ * under our trace. The listener's fd, with lo's transport set; or -errno with a sentence.
+ */
+static int trace_peer(const struct conn *c, struct nt_listener_opts *lo, char *err, size_t errlen)
+{
+	struct pt_tracer *t;
+	socklen_t len = sizeof(int);
+	int pidfd, fd;
+
+	if (c->peer.pid <= 0) {
+		snprintf(err, errlen, "it is in a pid namespace we do not see into");
+		return -ESRCH;
+	}
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len)) {
+		fd = -errno;
+		snprintf(err, errlen, "no pidfd for it (SO_PEERPIDFD, Linux 6.5): %s",
+			 strerror(-fd));
+		return fd;
+	}
+	fd = pt_tracer_start(c->peer.pid, pidfd, &t, err, errlen);
+	close(pidfd);
+	if (fd >= 0) {
+		lo->tp = &nt_ptrace_transport;
+		lo->tp_ctx = t;
+	}
+	return fd;
+}
+
 static void *receive(void *arg)
 {
 	struct conn *c = arg;
@@ -200,6 +241,28 @@ static void *receive(void *arg)
 		dlog(d, "agent: %s refused: %d clients already (max_clients)", name,
 		     d->cfg.max_clients);
 		close(listener);
+		goto out;
+	}
+	if (meta.ptrace) {
+		/* its fd is its own pidfd, say: nothing of ours */
+		close(listener);
+		listener = trace_peer(c, &lo, err, sizeof(err));
+		if (listener < 0) {
+			dlog(d, "agent: %s (uid %d) refused: %s", name, (int)c->peer.uid, err);
+			goto out;
+		}
+		/*
+		 * Not in the fd store: a new daemon could not trace it on, and it dies with
+		 * this one (PTRACE_O_EXITKILL), rather than sleep in a call nobody answers.
+		 */
+		rc = nt_super_add_listener(d->super, listener, &lo);
+		if (rc) {
+			dlog(d, "agent: %s: cannot serve it: %s", name, strerror(-rc));
+			goto out;
+		}
+		dlog(d, "agent: serving %s through ptrace%s%s", name,
+		     lo.ns_name ? " in namespace " : "", lo.ns_name ? lo.ns_name : "");
+		send(c->fd, &ok, 1, MSG_NOSIGNAL);
 		goto out;
 	}
 	/* its handover cut short by a crash: the store gave it back to us already */

@@ -15,7 +15,9 @@
  * Stopping (SIGTERM). The daemon stops taking clients and exits; the kernel then fails every
  * trapped call of every confined process with ENOSYS: semaphore calls, and for programs started
  * with semvisor-run --daemon also the credential-changing calls and execve its filter traps.
- * Parked calls return ENOSYS at once. Their semaphores are gone.
+ * Parked calls return ENOSYS at once. Their semaphores are gone. Programs we trace (semvisor-run
+ * --daemon --backend=ptrace) are killed with us: no other tracer could take them on, and a
+ * traced call left without one would sleep for ever.
  */
 #include <errno.h>
 #include <ev.h>
@@ -442,6 +444,7 @@ int main(int argc, char **argv)
 	struct nt_config nc = { 0 };
 	struct ev_loop *loop;
 	ev_signal sig_term, sig_int, sig_hup;
+	sigset_t chld;
 	ev_timer status_w, journal_w;
 	struct rlimit rl;
 	bool check = false;
@@ -459,6 +462,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGCHLD is for the tracers' threads alone, so blocked in every thread (ptrace.h) */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, NULL);
 	/*
 	 * A tenant's big sets are mapped on their own and unmapped when freed. glibc would raise
 	 * its mmap threshold after the first such free and serve later ones from a worker's arena,
@@ -542,7 +549,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	loop = ev_default_loop(EVFLAG_AUTO);
+	/*
+	 * Not the default loop: its child watcher would unblock SIGCHLD in this thread and reap
+	 * with waitpid(-1), taking the stops of the programs we trace (ptrace.h).
+	 */
+	loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+	if (!loop) {
+		dlog(d, "cannot make an event loop");
+		return 1;
+	}
 	d->loop = loop;
 	ev_io_init(&agent_w, on_agent, d->agent_fd, EV_READ);
 	ev_io_start(loop, &agent_w);

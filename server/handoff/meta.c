@@ -115,11 +115,14 @@ void ho_meta_parse(const char *metadata, struct ho_meta *m)
 				m->ns_given = m->ns_bad = true;
 				m->ns[0] = '\0';
 			}
-		} else if (is(p, klen, "ns-traps") || is(p, klen, "semvisor-run")) {
+		} else if (is(p, klen, "ns-traps") || is(p, klen, "semvisor-run") ||
+			   is(p, klen, "ptrace")) {
 			if (eq)
 				note(m, "'%s' ignored: '%.*s' takes no value", q, (int)klen, p);
 			else if (*p == 'n')
 				m->ns_traps = true;
+			else if (*p == 'p')
+				m->ptrace = true;
 		} else if (!eq) {
 			note(m, "'%s' ignored: unknown", q);
 		} else if (lines) {

@@ -9,6 +9,8 @@
  *   ns=NAME       serve the client from the named namespace NAME (1 to 63 graphic ASCII bytes)
  *   ns-traps      the client's filter traps unshare and setns (filter.h)
  *   semvisor-run  sent by semvisor-run --daemon to say who it is; nothing to do
+ *   ptrace        trace the process that sent this instead (semvisor-run --backend=ptrace):
+ *                 its fd is not a listener, and its filter returns SECCOMP_RET_TRACE
  * Any other KEY=VALUE is somebody else's (seccompagent's MKDIR_TMPL, MIDDLEWARE, ...: one profile
  * may serve several agents through one string) and is ignored without a word, as seccompagent
  * ignores ours. When the string has a newline (the line form), such an entry's value runs to
@@ -23,6 +25,7 @@
 
 struct ho_meta {
 	bool ns_traps;	/* "ns-traps" */
+	bool ptrace;	/* "ptrace" */
 	bool ns_given;	/* some "ns" entry was there, well formed or not */
 	bool ns_bad;	/* ...and it was malformed or ambiguous: ns is "" */
 	char ns[64];	/* "ns=NAME": NAME, or "" */

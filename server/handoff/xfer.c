@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <linux/seccomp.h>
 
+#include "handoff/meta.h"
 #include "handoff/xfer.h"
 
 /* Linux 6.5 (SO_PASSPIDFD): if the owner of the socket turned it on, every read brings a pidfd. */
@@ -228,6 +229,18 @@ static void ho_take_fds(struct msghdr *mh, struct ho_fds *f, bool first)
 }
 
 /*
+ * A client to be traced (listenerMetadata "ptrace", meta.h) sends a pidfd of its own where the
+ * listener would be: it has none. what is the fd as ho_is_listener() found it.
+ */
+static bool asks_ptrace(const struct ho_info *info, const char *what)
+{
+	struct ho_meta m;
+
+	ho_meta_parse(info->metadata, &m);
+	return m.ptrace && !strcmp(what, "anon_inode:[pidfd]");
+}
+
+/*
  * /proc names the anonymous inode; without /proc, ask the fd: an ID_VALID for an id never
  * issued fails ENOENT on a listener only. The ioctl is sent only to anonymous inodes (no file
  * type bits), so no device sees it.
@@ -395,7 +408,7 @@ int ho_recv(int sock, int *listener_fd, struct ho_info *info, int timeout_ms, ch
 		       idx, f.n, f.n == 1 ? "" : "s");
 		goto fail;
 	}
-	if (!ho_is_listener(f.fd[idx], what, sizeof(what))) {
+	if (!ho_is_listener(f.fd[idx], what, sizeof(what)) && !asks_ptrace(info, what)) {
 		ho_err(err, errlen, "the fd is not a seccomp listener (it is %s)", what);
 		goto fail;
 	}

@@ -30,7 +30,8 @@ int ho_send_msg(int sock, int listener_fd, const char *msg, size_t len);
 
 /*
  * Receive one message: read until the JSON object is complete (or EOF), take the fd named
- * "seccompFd" and close every other fd that came along. 0 with *listener_fd set, or -errno with
+ * "seccompFd" (a listener; a pidfd from a client asking to be traced, meta.h) and close every
+ * other fd that came along. 0 with *listener_fd set, or -errno with
  * a sentence in err: -EPROTO for malformed JSON or a message without "seccompFd" or without its
  * fd, -EMSGSIZE for a message over HO_MAX_MESSAGE, -ENOTSOCK... as the socket says.
  * timeout_ms bounds the whole receive (-1: none); -ETIMEDOUT when it passes.

@@ -12,7 +12,15 @@
  *   cli sleep         print "ready", then sleep 5 s (to be killed) and exit 0
  *   cli trace         a child asks to be traced (PTRACE_TRACEME) and stops; print what
  *                     ptrace said and whether its parent saw the stop
+ *   cli listener PROG [ARG]...
+ *                     run PROG under a seccomp filter with a listener, as a sandbox above
+ *                     would have: it traps acct(2) only, and its fd stays open in PROG, so
+ *                     PROG can have no listener of its own (EBUSY)
  */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 
 #include "prog.h"
@@ -135,6 +143,29 @@ static int trace(void)
 	return 0;
 }
 
+static int listener(char **argv)
+{
+	struct sock_filter insns[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = { .len = sizeof(insns) / sizeof(insns[0]), .filter = insns };
+	int fd;
+
+	/* without CAP_SYS_ADMIN the kernel wants no_new_privs first */
+	if (geteuid() != 0)
+		MUST(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			  &fprog);
+	/* the kernel makes it close-on-exec, and a listener closed is a listener gone */
+	MUST(fd >= 0 && fcntl(fd, F_SETFD, 0) == 0);
+	execvp(argv[0], argv);
+	fprintf(stderr, "cli: cannot run %s: %s\n", argv[0], strerror(errno));
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
 	prog_init();
@@ -157,6 +188,8 @@ int main(int argc, char **argv)
 		return copy_stdin();
 	if (argc >= 2 && !strcmp(argv[1], "trace"))
 		return trace();
+	if (argc >= 3 && !strcmp(argv[1], "listener"))
+		return listener(argv + 2);
 	if (argc >= 2 && !strcmp(argv[1], "sleep")) {
 		printf("ready\n");
 		fflush(stdout);
@@ -164,6 +197,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr,
-		"usage: cli exit N | raise SIG | usr1 | count | limits | stdin | sleep | trace\n");
+		"usage: cli exit N | raise SIG | usr1 | count | limits | stdin | sleep | trace | "
+		"listener PROG [ARG]...\n");
 	return 2;
 }
