@@ -153,7 +153,9 @@ if [ "$SEMVISORD" != none ]; then
 		cat "$TMPD/semvisord.log" >&2
 		die "$SEMVISORD did not start (no agent socket at $SOCK)"
 	fi
-	DAEMON_ROWS=(--run-under=semvisord "$RUN" --daemon="$SOCK" --)
+	# and the same daemon tracing its client instead (semvisor-run --daemon --backend=ptrace)
+	DAEMON_ROWS=(--run-under=semvisord "$RUN" --daemon="$SOCK" --
+		--run-under=semvisord-ptrace "$RUN" --daemon="$SOCK" --backend=ptrace --)
 	# The same daemon under a keeper of its fd store: every change journaled, so that a
 	# crash loses nothing (server/notify/recover.c). The row beside the one above is its cost.
 	SOCKJ="$TMPD/agent-journal.sock"
