@@ -426,6 +426,10 @@ section() { # section NAME TITLE [fence]
 		fi
 		pr=$(ratio "$(tsv_get "$RES/$f.tsv" semvisor-run-ptrace 2)" "$(tsv_get "$RES/$f.tsv" ptrace 2)")
 		echo "| semvisor-run --backend=ptrace uncontended <= 1.15x the bare ptrace floor ($f, $how) | ${pr:-NA}x | $(verdict "${pr:-NA}" '<=' 1.15) |"
+		if [ "$SEMVISORD" != none ]; then
+			dp=$(ratio "$(tsv_get "$RES/$f.tsv" semvisord-ptrace 2)" "$(tsv_get "$RES/$f.tsv" ptrace 2)")
+			echo "| semvisord tracing its client uncontended <= 1.15x the bare ptrace floor ($f, $dhow) | ${dp:-NA}x | $(verdict "${dp:-NA}" '<=' 1.15) |"
+		fi
 	done
 	e1=$(tsv_get "$RES/engine.tsv" ops_1t 2)
 	echo "| engine single thread >= 10 M ops/s (engine) | ${e1:-NA} ops/s | $(verdict "${e1:-NA}" '>=' 10000000) |"

@@ -57,6 +57,11 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	struct nt_listener *l = calloc(1, sizeof(*l));
 
 	if (!l) {
+		/* the transport's context goes as a put would let it go (a tracer stops) */
+		struct nt_listener bare = { .tp_ctx = opts ? opts->tp_ctx : NULL };
+
+		if (opts && opts->tp && opts->tp->release)
+			opts->tp->release(&bare);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -73,8 +78,7 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	if (opts && opts->ns_name) {
 		l->fixed_ns = nsreg_named(&s->reg, opts->ns_name);
 		if (!l->fixed_ns) {
-			close(fd);
-			free(l);
+			nt_listener_put(l); /* the last reference: fd and transport go too */
 			return -ENOMEM;
 		}
 	}

@@ -103,7 +103,8 @@ struct nt_stats {
 };
 
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen);
-/* Serve a listener; the supervisor owns fd from here on (also on failure). 0 or -errno. */
+/* Serve a listener; the supervisor owns fd and opts->tp_ctx from here on (also on failure): 0 or
+   -errno. */
 int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_opts *opts);
 /* Start the workers (0 or -errno); wait for them to end: nt_super_stop(), or idle if
    exit_when_idle. run() is both. */
