@@ -127,7 +127,8 @@ static long k_semtimedop(int id, void *sops, unsigned int n, void *ts)
 	if (abi == ABI_X86_64)
 		return k_ret(syscall(SYS_semtimedop, id, sops, n, ts));
 	ls = low_addr(sops, LOW_SOPS, (n < 8 ? n : 8) * sizeof(struct sv_sembuf));
-	lt = low_addr(ts, LOW_TS, 16);
+	/* old_timespec32 for ipc(2), __kernel_timespec for semtimedop_time64 */
+	lt = low_addr(ts, LOW_TS, abi == ABI_I386_IPC ? 8 : 16);
 	if (abi == ABI_I386_IPC)
 		return i386_syscall6(I386_IPC, ts ? IPCCALL_SEMTIMEDOP : IPCCALL_SEMOP, id, (long)n,
 				     0, ls, lt);
