@@ -6,11 +6,11 @@
  * ends; the rest is the message. The fd sent is a pipe, so no message may be accepted, and each
  * must get as far as the fd check exactly when ho_parse accepts it.
  *
- * FUZZ_SOURCES: server/handoff/msg.c server/handoff/xfer.c -ljansson
+ * FUZZ_SOURCES: server/handoff/msg.c server/handoff/meta.c server/handoff/xfer.c -ljansson
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_recv_fuzz.c \
- *         server/handoff/msg.c server/handoff/xfer.c -ljansson
+ *         server/handoff/msg.c server/handoff/meta.c server/handoff/xfer.c -ljansson
  */
 #include <errno.h>
 #include <fcntl.h>
