@@ -24,6 +24,11 @@
  *                             (server/notify/ident.h); "unsupported" before Linux 6.13.
  *   ptrace                    SECCOMP_RET_TRACE; the tracer skips the call (orig_rax = -1,
  *                             rax = 0) and continues: the fallback when a listener is refused.
+ *   ptrace+read+creds         + what a correct tracer must learn first, as semvisor's does:
+ *                             PTRACE_GET_SYSCALL_INFO (the call's architecture, which the
+ *                             registers do not tell), the sembuf read with the caller's rights
+ *                             and its credentials through its pidfd: the ptrace analogue of
+ *                             notify+sync+read+creds.
  *   --run-under CMD...        the same target loop executed inside an external command, e.g.
  *                             semvisor-run: the real supervisor, measured by the same method.
  *
@@ -527,6 +532,55 @@ static bool target_gone(pid_t pid)
 }
 
 /*
+ * The caller's 6-byte sembuf at addr, read with its own rights as a correct supervisor must:
+ * 0, -ESRCH (the caller is gone: counted stale) or -EFAULT (counted bad). What is read is
+ * checked, so that a broken read cannot pass unnoticed.
+ */
+static int read_sembuf(struct run *r, pid_t tid, uint64_t addr)
+{
+	struct sembuf sb;
+	struct iovec local = { .iov_base = &sb, .iov_len = sizeof(sb) };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(sb) };
+	ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+
+	if (n == (ssize_t)sizeof(sb)) {
+		if (sb.sem_num != 0 || (sb.sem_op != 1 && sb.sem_op != -1))
+			r->bad++;
+		return 0;
+	}
+	if (n < 0 && errno == ESRCH) {
+		r->stale++;
+		return -ESRCH;
+	}
+	r->bad++;
+	return -EFAULT;
+}
+
+/*
+ * The caller's credentials through a pidfd of its thread, opened at its first call and kept
+ * (*pidfd, *pidfd_of), as semvisor does; the same ioctl proves the caller still lives. 0, or
+ * -ESRCH when it is gone (counted stale).
+ */
+static int read_creds(struct run *r, int *pidfd, pid_t *pidfd_of, pid_t tid)
+{
+	struct pidfd_info_v0 info = { .mask = PIDFD_INFO_CREDS };
+
+	if (*pidfd < 0 || *pidfd_of != tid) {
+		if (*pidfd >= 0)
+			close(*pidfd);
+		*pidfd_of = tid;
+		*pidfd = (int)syscall(SYS_pidfd_open, tid, O_EXCL);
+	}
+	if (*pidfd < 0 || ioctl(*pidfd, PIDFD_GET_INFO_V0, &info) < 0) {
+		r->stale++;
+		return -ESRCH;
+	}
+	if (info.euid != geteuid())
+		r->bad++;
+	return 0;
+}
+
+/*
  * Supervisor side of every notify row: the minimum a supervisor can do, plus (per row flags) the
  * sembuf read and the ID_VALID check.  Raw ioctls, because libseccomp's wrappers turn ENOENT into
  * -ECANCELED and we must tell a vanished caller from a broken listener.
@@ -624,39 +678,10 @@ static int notify_serve(struct run *r)
 			}
 			break;
 		} else if (flags & M_READ) {
-			struct sembuf sb;
-			struct iovec local = { .iov_base = &sb, .iov_len = sizeof(sb) };
-			struct iovec remote = { .iov_base = (void *)(uintptr_t)req->data.args[1],
-						.iov_len = sizeof(sb) };
-			ssize_t n = process_vm_readv((pid_t)req->pid, &local, 1, &remote, 1, 0);
-
-			if (n == (ssize_t)sizeof(sb)) {
-				/* Check what we read, so a broken read cannot pass unnoticed. */
-				if (sb.sem_num != 0 || (sb.sem_op != 1 && sb.sem_op != -1))
-					r->bad++;
-			} else if (n < 0 && errno == ESRCH) {
-				r->stale++; /* the caller is gone; SEND will say ENOENT */
-			} else {
-				r->bad++;
+			if (read_sembuf(r, (pid_t)req->pid, req->data.args[1]) == -EFAULT)
 				resp->error = -EFAULT;
-			}
-			if (flags & M_CREDS) {
-				struct pidfd_info_v0 info = { .mask = PIDFD_INFO_CREDS };
-
-				/* one pidfd per thread, opened at its first call, as semvisor does */
-				if (pidfd < 0 || pidfd_of != (pid_t)req->pid) {
-					if (pidfd >= 0)
-						close(pidfd);
-					pidfd_of = (pid_t)req->pid;
-					pidfd = (int)syscall(SYS_pidfd_open, pidfd_of, O_EXCL);
-				}
-				if (pidfd < 0 || ioctl(pidfd, PIDFD_GET_INFO_V0, &info) < 0) {
-					r->stale++; /* the caller is gone */
-					continue;
-				}
-				if (info.euid != geteuid())
-					r->bad++;
-			}
+			if ((flags & M_CREDS) && read_creds(r, &pidfd, &pidfd_of, (pid_t)req->pid))
+				continue; /* the caller is gone */
 			if (flags & M_IDVALID) {
 				if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
 					if (errno == ENOENT) {
@@ -730,11 +755,37 @@ static pid_t wait_target(pid_t pid, int *st)
 	return w;
 }
 
-/* Tracer side of the ptrace row: skip each trapped call with result 0. */
+/*
+ * With M_READ, what a correct tracer must learn before it answers, as semvisor's does: the
+ * call's architecture (PTRACE_GET_SYSCALL_INFO: an int $0x80 from a 64-bit process cannot be
+ * told from its registers), its sembuf, read with the caller's rights, and (M_CREDS) its
+ * credentials. 0, or -1 with r->why set.
+ */
+static int ptrace_learn(struct run *r, int *pidfd, pid_t *pidfd_of)
+{
+	struct __ptrace_syscall_info info;
+
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, r->pid, sizeof(info), &info) <= 0) {
+		snprintf(r->why, sizeof(r->why), "ptrace(GET_SYSCALL_INFO): %s", strerror(errno));
+		return -1;
+	}
+	if (info.op != PTRACE_SYSCALL_INFO_SECCOMP || info.arch != AUDIT_ARCH_X86_64) {
+		r->bad++;
+		return 0;
+	}
+	if ((int)info.seccomp.args[0] == -1)
+		return 0; /* the end-of-run sentinel (target_loop): it has no sembuf */
+	if (read_sembuf(r, r->pid, info.seccomp.args[1]) == 0 && (r->m->flags & M_CREDS))
+		read_creds(r, pidfd, pidfd_of, r->pid);
+	return 0;
+}
+
+/* Tracer side of the ptrace rows: skip each trapped call with result 0. */
 static int ptrace_serve(struct run *r)
 {
 	struct user_regs_struct regs;
-	int st;
+	pid_t pidfd_of = 0;
+	int st, pidfd = -1, ret = -1;
 
 	if (wait_target(r->pid, &st) < 0) {
 		snprintf(r->why, sizeof(r->why), "waitpid: %s", strerror(errno));
@@ -758,20 +809,23 @@ static int ptrace_serve(struct run *r)
 
 		if (wait_target(r->pid, &st) < 0) {
 			snprintf(r->why, sizeof(r->why), "waitpid: %s", strerror(errno));
-			return -1;
+			goto out;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			r->status = st;
 			r->reaped = true;
-			return 0;
+			ret = 0;
+			goto out;
 		}
 		if (!WIFSTOPPED(st))
 			continue;
 		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_SECCOMP << 8))) {
+			if ((r->m->flags & M_READ) && ptrace_learn(r, &pidfd, &pidfd_of) < 0)
+				goto out;
 			if (ptrace(PTRACE_GETREGS, r->pid, NULL, &regs) < 0) {
 				snprintf(r->why, sizeof(r->why), "ptrace(GETREGS): %s",
 					 strerror(errno));
-				return -1;
+				goto out;
 			}
 			if (regs.orig_rax != __NR_semtimedop && regs.orig_rax != __NR_semop)
 				r->bad++;
@@ -781,7 +835,7 @@ static int ptrace_serve(struct run *r)
 			if (ptrace(PTRACE_SETREGS, r->pid, NULL, &regs) < 0) {
 				snprintf(r->why, sizeof(r->why), "ptrace(SETREGS): %s",
 					 strerror(errno));
-				return -1;
+				goto out;
 			}
 			if ((r->served++ & 255) == 0)
 				r->super_cpus |= cpu_bit(sched_getcpu());
@@ -790,9 +844,13 @@ static int ptrace_serve(struct run *r)
 		}
 		if (ptrace(PTRACE_CONT, r->pid, NULL, (void *)sig) < 0) {
 			snprintf(r->why, sizeof(r->why), "ptrace(CONT): %s", strerror(errno));
-			return -1;
+			goto out;
 		}
 	}
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	return ret;
 }
 
 static const struct mode builtin_modes[] = {
@@ -806,6 +864,7 @@ static const struct mode builtin_modes[] = {
 	{ "notify+sync+read+creds", M_NOTIFY | M_SYNC | M_READ | M_CREDS, notify_setup,
 	  notify_serve, NULL },
 	{ "ptrace", 0, ptrace_setup, ptrace_serve, NULL },
+	{ "ptrace+read+creds", M_READ | M_CREDS, ptrace_setup, ptrace_serve, NULL },
 };
 #define N_BUILTIN (sizeof(builtin_modes) / sizeof(builtin_modes[0]))
 
@@ -1149,6 +1208,8 @@ static void usage(FILE *f)
 	"                      credentials on every call, as semvisor reads them\n"
 	"    ptrace            SECCOMP_RET_TRACE; the tracer skips the call\n"
 	"                      (orig_rax = -1, rax = 0)\n"
+	"    ptrace+read+creds + PTRACE_GET_SYSCALL_INFO, the sembuf read and\n"
+	"                      PIDFD_GET_INFO first, as semvisor's tracer must\n"
 	"    LABEL             one row per --run-under: the same target loop\n"
 	"                      executed inside CMD... (e.g. semvisor-run)\n"
 	"\n"

@@ -426,6 +426,11 @@ section() { # section NAME TITLE [fence]
 		fi
 		pr=$(ratio "$(tsv_get "$RES/$f.tsv" semvisor-run-ptrace 2)" "$(tsv_get "$RES/$f.tsv" ptrace 2)")
 		echo "| semvisor-run --backend=ptrace uncontended <= 1.15x the bare ptrace floor ($f, $how) | ${pr:-NA}x | $(verdict "${pr:-NA}" '<=' 1.15) |"
+		# the bare stop reads nothing; what a correct tracer must read first raises its floor
+		prc=$(ratio "$(tsv_get "$RES/$f.tsv" ptrace+read+creds 2)" "$(tsv_get "$RES/$f.tsv" ptrace 2)")
+		prr=$(ratio "$(tsv_get "$RES/$f.tsv" semvisor-run-ptrace 2)" \
+			"$(tsv_get "$RES/$f.tsv" ptrace+read+creds 2)")
+		echo "| (what a tracer must read per call, the arch, the sembuf and the credentials: ptrace+read+creds is ${prc:-NA}x the bare stop; semvisor-run --backend=ptrace against it, $f) | ${prr:-NA}x | information |"
 		if [ "$SEMVISORD" != none ]; then
 			dp=$(ratio "$(tsv_get "$RES/$f.tsv" semvisord-ptrace 2)" "$(tsv_get "$RES/$f.tsv" ptrace 2)")
 			echo "| semvisord tracing its client uncontended <= 1.15x the bare ptrace floor ($f, $dhow) | ${dp:-NA}x | $(verdict "${dp:-NA}" '<=' 1.15) |"
