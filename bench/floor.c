@@ -203,6 +203,15 @@ static int updown(int id, long n)
 	return 0;
 }
 
+/* The semid of the end-of-run sentinel semop, which no set has. */
+#define END_SEMID (-1)
+
+/* Is a trapped call, by its first argument, the sentinel? In-process supervisors stop there. */
+static bool is_sentinel(uint64_t arg0)
+{
+	return (int)arg0 == END_SEMID;
+}
+
 /*
  * Runs in the target: warm up, calibrate, time, report on fd out, send the end sentinel.
  * Returns 0 or -1 (message printed).
@@ -271,10 +280,10 @@ static int target_loop(const struct loop_cfg *c, int out)
 		return -1;
 	}
 
-	/* The sentinel: in-process supervisors stop serving when they see semid -1 (a native semop
-	   returns EINVAL; its result is irrelevant).  Outside the timed region. */
+	/* The sentinel (is_sentinel()): a native semop returns EINVAL; its result is irrelevant.
+	   Outside the timed region. */
 	memset(&none, 0, sizeof(none));
-	(void)semop(-1, &none, 0);
+	(void)semop(END_SEMID, &none, 0);
 	return 0;
 
 semop_failed:
@@ -668,8 +677,7 @@ static int notify_serve(struct run *r)
 		    (req->data.nr != __NR_semtimedop && req->data.nr != __NR_semop)) {
 			r->bad++;
 			resp->error = -ENOSYS;
-		} else if ((int)req->data.args[0] == -1) {
-			/* The end-of-run sentinel (target_loop). */
+		} else if (is_sentinel(req->data.args[0])) {
 			resp->error = -EINVAL;
 			if (ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0 && errno != ENOENT) {
 				snprintf(r->why, sizeof(r->why), "ioctl(NOTIF_SEND): %s",
@@ -773,8 +781,8 @@ static int ptrace_learn(struct run *r, int *pidfd, pid_t *pidfd_of)
 		r->bad++;
 		return 0;
 	}
-	if ((int)info.seccomp.args[0] == -1)
-		return 0; /* the end-of-run sentinel (target_loop): it has no sembuf */
+	if (is_sentinel(info.seccomp.args[0]))
+		return 0; /* it has no sembuf */
 	if (read_sembuf(r, r->pid, info.seccomp.args[1]) == 0 && (r->m->flags & M_CREDS))
 		read_creds(r, pidfd, pidfd_of, r->pid);
 	return 0;
