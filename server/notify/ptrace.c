@@ -364,23 +364,18 @@ static bool ignored_natively(pid_t tid, int sig)
 	       (sig == SIGCHLD || sig == SIGCONT || sig == SIGURG || sig == SIGWINCH);
 }
 
-static void on_call(struct pt_tracer *t, struct pt_tracee *te)
+/* te's seccomp stop, described by info, becomes a call to serve. */
+static void start_call(struct pt_tracer *t, struct pt_tracee *te,
+		       const struct __ptrace_syscall_info *info)
 {
-	struct __ptrace_syscall_info info;
-
-	if (ptrace(PTRACE_GET_SYSCALL_INFO, te->tid, sizeof(info), &info) <= 0 ||
-	    info.op != PTRACE_SYSCALL_INFO_SECCOMP) {
-		resume(te->tid, 0);
-		return;
-	}
 	memset(&te->call, 0, sizeof(te->call));
 	te->call.id = (uint64_t)++t->seq << 32 | (uint32_t)te->tid;
 	te->call.pid = (uint32_t)te->tid;
-	te->call.data.nr = (int)info.seccomp.nr;
-	te->call.data.arch = info.arch;
-	te->call.data.instruction_pointer = info.instruction_pointer;
+	te->call.data.nr = (int)info->seccomp.nr;
+	te->call.data.arch = info->arch;
+	te->call.data.instruction_pointer = info->instruction_pointer;
 	for (int i = 0; i < 6; i++)
-		te->call.data.args[i] = info.seccomp.args[i];
+		te->call.data.args[i] = info->seccomp.args[i];
 	te->state = PT_STOPPED;
 	te->interrupted = false;
 	te->inbox = t->wk != NULL;
@@ -388,6 +383,25 @@ static void on_call(struct pt_tracer *t, struct pt_tracee *te)
 		cds_list_add_tail(&te->queue_node, &t->inbox);
 	else
 		queue_add(t, te);
+}
+
+/*
+ * A seccomp stop reported by waitpid(). Only a RUNNING tracee can have made a new one: a stop
+ * taken from SIGCHLD alone (took_call()) is not reaped, so a walk may report it again while
+ * the call is still held in it (parked, say).
+ */
+static void on_call(struct pt_tracer *t, struct pt_tracee *te)
+{
+	struct __ptrace_syscall_info info;
+
+	if (te->state != PT_RUNNING)
+		return;
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, te->tid, sizeof(info), &info) <= 0 ||
+	    info.op != PTRACE_SYSCALL_INFO_SECCOMP) {
+		resume(te->tid, 0);
+		return;
+	}
+	start_call(t, te, &info);
 }
 
 /* A SLEEPING te is interrupted: its call ends as seccomp ends an interrupted notification. */
@@ -524,27 +538,65 @@ static void on_wait(struct pt_tracer *t, pid_t tid, int status)
 }
 
 /*
- * Take every stop and exit there is. hint, SIGCHLD's si_pid (0: none), is waited for by
- * number first: the kernel answers waitpid(-1) by walking every tracee, parked ones too, so
- * with thousands parked the walk that finds the caller's stop cost as much as the call. The
- * walk after it finds whatever else stopped: SIGCHLD is not queued, so one signal may stand
- * for several stops. Several, that is, of several tracees: one that stopped cannot stop
- * again before we resume it, and whatever it does after our sigtimedwait() took its signal
- * (dies, say) sends a signal of its own. So a lone tracee, the common single-threaded
- * program, needs no walk, and each of its calls costs one system call less. A tracee
- * another one made is counted when its maker's event is taken (on_stop()), so it is never
- * missed for being unknown. __WNOTHREAD: this thread's tracees only, never another
- * thread's children. Caller holds t->lock.
+ * The stop SIGCHLD reports, taken as a call without the waitpid() that would report it too:
+ * under PTI each system call of the tracer's costs a tenth of a bare stop's round trip, and
+ * PTRACE_GET_SYSCALL_INFO, which a call needs anyway, tells a seccomp stop from every other
+ * stop as surely as the wait status does (it reads the stop's own siginfo). Only for a tracee
+ * we know RUNNING: one whose stop is already ours (parked, say) cannot stop again, and its
+ * unreaped status is one that a walk reports later and on_call() ignores. The status of a
+ * stop taken this way is dropped when we resume the tracee (the kernel rewrites its exit
+ * code), so nothing is reported twice for a call that runs on.
+ *
+ * A program can fake the stop's siginfo (rt_tgsigqueueinfo of SIGTRAP to itself, with a
+ * seccomp stop's si_code): the syscall number is then that of the call its thread last made,
+ * or -1 after one we served. If that is a semaphore call that reached the kernel, we serve
+ * it again with its own arguments, as the program could itself: it fools nobody but itself.
+ * Caller holds t->lock.
  */
-static void reap(struct pt_tracer *t, pid_t hint)
+static bool took_call(struct pt_tracer *t, const siginfo_t *si)
 {
-	int status;
-	pid_t tid;
+	struct __ptrace_syscall_info info;
+	struct pt_tracee *te;
 
-	/* not ours (a child of another thread), or taken by an earlier walk: nothing to do */
-	if (hint > 0 && waitpid(hint, &status, __WALL | __WNOTHREAD | WNOHANG) == hint) {
-		on_wait(t, hint, status);
-		if (t->ntracees == 1 && find(t, hint))
+	if (si->si_code != CLD_TRAPPED || si->si_status != SIGTRAP)
+		return false;
+	te = find(t, si->si_pid);
+	if (!te || te->state != PT_RUNNING ||
+	    ptrace(PTRACE_GET_SYSCALL_INFO, te->tid, sizeof(info), &info) <= 0 ||
+	    info.op != PTRACE_SYSCALL_INFO_SECCOMP)
+		return false;
+	start_call(t, te, &info);
+	return true;
+}
+
+/*
+ * Take every stop and exit there is. si, SIGCHLD's (NULL: none), names the tracee to look at
+ * first: taken from the signal alone if it made a call (took_call()), else waited for by
+ * number: the kernel answers waitpid(-1) by walking every tracee, parked ones too, so with
+ * thousands parked the walk that finds the caller's stop cost as much as the call. The walk
+ * after it finds whatever else stopped: SIGCHLD is not queued, so one signal may stand for
+ * several stops. Several, that is, of several tracees: one that stopped cannot stop again
+ * before we resume it, and whatever it does after our sigtimedwait() took its signal (dies,
+ * say) sends a signal of its own. So a lone tracee, the common single-threaded program,
+ * needs no walk, and each of its calls costs two system calls less. A tracee another one
+ * made is counted when its maker's event is taken (on_stop()), so it is never missed for
+ * being unknown. __WNOTHREAD: this thread's tracees only, never another thread's children.
+ * Caller holds t->lock.
+ */
+static void reap(struct pt_tracer *t, const siginfo_t *si)
+{
+	pid_t tid, hint = si ? si->si_pid : 0;
+	int status;
+
+	if (hint > 0) {
+		bool taken = took_call(t, si);
+
+		/* not ours (a child of another thread), or taken by an earlier walk: nothing */
+		if (!taken && waitpid(hint, &status, __WALL | __WNOTHREAD | WNOHANG) == hint) {
+			on_wait(t, hint, status);
+			taken = true;
+		}
+		if (taken && t->ntracees == 1 && find(t, hint))
 			return;
 	}
 	while ((tid = waitpid(-1, &status, __WALL | __WNOTHREAD | WNOHANG)) > 0)
@@ -670,7 +722,7 @@ static void *tracer_main(void *arg)
 		xlock(&t->lock);
 		if (t->l && !t->wk)
 			become_guest(t);
-		reap(t, sig == SIGCHLD ? si.si_pid : 0);
+		reap(t, sig == SIGCHLD ? &si : NULL);
 		serve_inbox(t);
 		next = do_todo(t);
 		if (!t->ntracees) {
