@@ -266,16 +266,17 @@ static void resume(pid_t tid, int sig)
 	ptrace(PTRACE_CONT, tid, 0, (void *)(intptr_t)sig);
 }
 
-/* The stopped te's system call skipped, returning val; or its number and result changed. */
+/*
+ * The stopped te's system call skipped (nr -1), returning ret; or its number and result
+ * changed. Two PTRACE_POKEUSERs, not GETREGS and SETREGS: the same two registers written,
+ * about a microsecond sooner (the whole register set is copied out and in the other way).
+ */
 static int set_syscall(pid_t tid, long nr, long ret)
 {
-	struct user_regs_struct regs;
-
-	if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
+	if (ptrace(PTRACE_POKEUSER, tid, offsetof(struct user, regs.orig_rax), (void *)nr) ||
+	    ptrace(PTRACE_POKEUSER, tid, offsetof(struct user, regs.rax), (void *)ret))
 		return -errno;
-	regs.orig_rax = (unsigned long long)nr;
-	regs.rax = (unsigned long long)ret;
-	return ptrace(PTRACE_SETREGS, tid, 0, &regs) ? -errno : 0;
+	return 0;
 }
 
 /* te stopped somewhere with its answer due: the call ends with it, whatever else happens. */
