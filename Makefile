@@ -18,7 +18,8 @@
 #                     make uninstall takes them away again (not /etc/semvisor)
 #   make lint|format  clang-format check / rewrite
 #
-# Variables: SAN=asan|tsan (sanitizer build into build/asan or build/tsan),
+# Variables: SAN=asan|tsan (sanitizer build into build/asan or build/tsan; SAN=fuzz, with
+# CC=clang, the library the fuzz targets link, into build/fuzz/lib),
 # DEBUG=1 (the debug build, into build/debug or build/SAN/debug: -DSV_DEBUG -DAMUTEX_DEBUG turn
 # on every "caller holds X" / "under RCU" assertion and the random yields of util/debug.h and
 # amutex.c; release builds compile both out),
@@ -41,6 +42,15 @@ SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 else ifeq ($(SAN),tsan)
 O_BASE   = build/tsan
 SANFLAGS = -fsanitize=thread -fno-omit-frame-pointer
+else ifeq ($(SAN),fuzz)
+# The library the libFuzzer targets link (tests/fuzz/run.sh builds it with CC=clang): every
+# server source, instrumented for coverage, ASan and UBSan, so a target names none of them.
+# -fno-sanitize=pointer-overflow: liburcu's iteration macros (cds_lfht_for_each_entry) end
+# every walk by taking caa_container_of() of a NULL node, which clang reports though the
+# pointer is never used.
+O_BASE   = build/fuzz/lib
+SANFLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+           -fno-sanitize=pointer-overflow -fno-omit-frame-pointer
 else
 O_BASE   = build
 SANFLAGS =

@@ -4,14 +4,9 @@
  * process that can connect to the control socket sends, and (for semvisorctl) the bytes a server
  * sends back.
  *
- * FUZZ_SOURCES: server/control/ctl_frame.c build/proto/semvisor.pb-c.c -Ibuild/proto -lprotobuf-c
- *
- * (The generated protobuf code comes from the default build: run `make` first.) By hand:
- *   make && clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *         -I. -Iserver -Ibuild/proto -D_GNU_SOURCE tests/fuzz/control_fuzz.c \
- *         server/control/ctl_frame.c build/proto/semvisor.pb-c.c -lprotobuf-c \
- *         -o build/fuzz/control_fuzz
- *   build/fuzz/control_fuzz -max_total_time=60 NEW_CORPUS_DIR
+ * Built and run by tests/fuzz/run.sh (make fuzz), linked with the instrumented server library;
+ * to run it longer afterwards:
+ *   build/fuzz/control_fuzz -max_total_time=600 NEW_CORPUS_DIR
  *
  * The first input byte picks what the rest is:
  *   even: a byte stream as a connection delivers it, cut into reads at points the input

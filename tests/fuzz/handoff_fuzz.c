@@ -3,13 +3,9 @@
  * libFuzzer target for ho_parse, the reader of agent messages (server/handoff/msg.c): the
  * bytes any process that can connect to the agent socket controls.
  *
- * FUZZ_SOURCES: server/handoff/msg.c server/handoff/meta.c -ljansson
- *
- * Build and run by hand (tests/fuzz/run.sh does the same for every target here):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_fuzz.c server/handoff/msg.c \
- *         -ljansson -o build/fuzz/handoff_fuzz
- *   build/fuzz/handoff_fuzz -max_total_time=30 -dict=tests/fuzz/handoff.dict \
+ * Built and run by tests/fuzz/run.sh (make fuzz), linked with the instrumented server library;
+ * to run it longer afterwards:
+ *   build/fuzz/handoff_fuzz -max_total_time=600 -dict=tests/fuzz/handoff.dict \
  *         NEW_CORPUS_DIR tests/fuzz/corpus/handoff
  *
  * jansson, which does the decoding, is the system's library and not instrumented: coverage

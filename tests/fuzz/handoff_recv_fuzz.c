@@ -6,11 +6,9 @@
  * ends; the rest is the message. The fd sent is a pipe, so no message may be accepted, and each
  * must get as far as the fd check exactly when ho_parse accepts it.
  *
- * FUZZ_SOURCES: server/handoff/msg.c server/handoff/meta.c server/handoff/xfer.c -ljansson
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *         -I. -Iserver -D_GNU_SOURCE tests/fuzz/handoff_recv_fuzz.c \
- *         server/handoff/msg.c server/handoff/meta.c server/handoff/xfer.c -ljansson
+ * Built and run by tests/fuzz/run.sh (make fuzz), linked with the instrumented server library;
+ * to run it longer afterwards:
+ *   build/fuzz/handoff_recv_fuzz -max_total_time=600 -dict=tests/fuzz/handoff.dict NEW_CORPUS_DIR
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,9 +3,9 @@
  * libFuzzer target for the journal's replay (server/engine/journal.c): sv_journal_replay()
  * reads records a process that crashed wrote, possibly half-written or damaged.
  *
- * FUZZ_SOURCES: server/engine/budget.c server/engine/journal.c server/engine/ns.c server/engine/sem.c server/engine/semctl.c server/engine/state.c server/engine/undo.c server/lock/amutex.c server/lock/xpthread.c server/util/debug.c -lurcu-memb -lurcu-cds -lurcu-common -fno-sanitize=pointer-overflow
- *
- * (-fno-sanitize=pointer-overflow: see state_fuzz.c.)
+ * Built and run by tests/fuzz/run.sh (make fuzz), linked with the instrumented server library;
+ * to run it longer afterwards:
+ *   build/fuzz/journal_fuzz -max_total_time=600 NEW_CORPUS_DIR
  *
  * The input is the journal. Beyond "no crash, no sanitizer report" it checks what journal.c
  * promises: the bytes used, -EINVAL or -ENOMEM; a namespace left consistent (as many sets as it

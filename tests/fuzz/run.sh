@@ -5,10 +5,12 @@
 #
 # Usage: tests/fuzz/run.sh [SECONDS]        (from anywhere; O=build, CLANG=clang by default)
 #
-# Each target <name>_fuzz.c is built from itself plus the server sources it names on its
-# "FUZZ_SOURCES:" line (default: none besides itself), runs on a scratch corpus seeded from
-# tests/fuzz/corpus/<name>/ (the seeds in git are only read), with tests/fuzz/<name>.dict, or
-# the dictionary of its prefix up to the first "_", when there is one.
+# Each target <name>_fuzz.c is linked with the whole server library, built once with the
+# fuzzer's instrumentation and sanitizers (make SAN=fuzz, into $O/fuzz/lib): the linker takes
+# what the target calls, so a target never lists sources that a change to the server can
+# outgrow. Each runs on a scratch corpus seeded from tests/fuzz/corpus/<name>/ (the seeds in
+# git are only read), with tests/fuzz/<name>.dict, or the dictionary of its prefix up to the
+# first "_", when there is one.
 set -u
 cd "$(dirname "$0")/../.."
 secs=${1:-30}
@@ -24,16 +26,23 @@ case "$secs" in
 	;;
 esac
 
+lib="$out/lib"
+if ! ${MAKE:-make} -s SAN=fuzz CC="$CLANG" O="$lib" "$lib/libsemvisor.a"; then
+	echo "fuzz: the instrumented library did not build" >&2
+	exit 1
+fi
+
 fail=0
 for src in tests/fuzz/*_fuzz.c; do
 	[ -e "$src" ] || continue
 	name=$(basename "$src" _fuzz.c)
 	bin="$out/${name}_fuzz"
-	srcs=$(sed -n 's/.*FUZZ_SOURCES:[[:space:]]*//p' "$src" | head -n1)
 	# -fno-sanitize-recover: undefined behaviour is a crash, not a line in the log
 	if ! "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -Wall -Wextra -Wshadow -Wmissing-prototypes \
-		-Wformat=2 -I. -Iserver -D_GNU_SOURCE -o "$bin" "$src" $srcs; then
+		-fno-sanitize-recover=undefined -fno-sanitize=pointer-overflow -Wall -Wextra \
+		-Wshadow -Wmissing-prototypes -Wformat=2 -I. -Iserver -I"$lib/proto" -D_GNU_SOURCE \
+		-o "$bin" "$src" "$lib/libsemvisor.a" -lseccomp -lev -lprotobuf-c -ljansson \
+		-lurcu-memb -lurcu-cds -lurcu-common; then
 		echo "fuzz: $name: build failed" >&2
 		fail=1
 		continue

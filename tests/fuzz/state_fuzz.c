@@ -4,11 +4,9 @@
  * sv_proc_import() read what a process that stopped wrote, and a broken or hostile writer could
  * have written anything.
  *
- * FUZZ_SOURCES: server/engine/budget.c server/engine/journal.c server/engine/ns.c server/engine/sem.c server/engine/semctl.c server/engine/state.c server/engine/undo.c server/lock/amutex.c server/lock/xpthread.c server/util/debug.c -lurcu-memb -lurcu-cds -lurcu-common -fno-sanitize=pointer-overflow
- *
- * -fno-sanitize=pointer-overflow: liburcu's iteration macros (cds_lfht_for_each_entry) end
- * every walk by taking caa_container_of() of a NULL node, which clang's check reports though
- * the pointer is never used; the engine's walks are not what this target is about.
+ * Built and run by tests/fuzz/run.sh (make fuzz), linked with the instrumented server library;
+ * to run it longer afterwards:
+ *   build/fuzz/state_fuzz -max_total_time=600 NEW_CORPUS_DIR
  *
  * The first byte chooses the reader; the rest is the blob. Beyond "no crash, no sanitizer
  * report" it checks what state.c promises: 0, -EINVAL or -EPROTONOSUPPORT; a refused blob makes
