@@ -51,6 +51,17 @@
  * STOPPED thread waits until it runs again, as it would while a non-blocking semop ran.
  * Group-stops are let be (PTRACE_LISTEN), so SIGSTOP and SIGCONT behave natively.
  *
+ * What a call costs the tracer: seven system calls, each about a tenth of the stop's round trip
+ * on a virtual machine with PTI. sigtimedwait() for the stop (its SIGCHLD names the thread,
+ * so a lone thread's stop needs no waitpid(): ptrace.c, took_call()); PTRACE_GET_SYSCALL_INFO,
+ * for the call's architecture and the proof that the stop is a seccomp stop; the sembuf, read
+ * with the caller's rights (process_vm_readv); the caller's credentials (PIDFD_GET_INFO, as for
+ * a notification: ident.h); two PTRACE_POKEUSERs that skip the call and set its result; and
+ * PTRACE_CONT. The bare stop makes four of them. Credentials kept from one call to the next
+ * would save one more, but they would go stale unseen wherever a filter above ours answers the
+ * calls that change them (USER_NOTIF outranks TRACE, and the nested sandbox is where this
+ * transport is used), so they are read on every call.
+ *
  * Calls parked by the tracer are completed by whichever thread serves the call that wakes
  * them: its answer is left to the tracer (the to-do list, and a SIGURG to wake it).
  *
