@@ -133,6 +133,9 @@ DIFF(mutex, "mutex", 60, "20000", )
 /* a program whose own seccomp filter refuses pause(): waits still end as natively */
 DIFF(own_filter, "own-filter", 30)
 
+/* SIGTRAPs whose si_code is a ptrace stop's, sent to itself: delivered as sent */
+DIFF(forged_trap, "forged-trap", 30)
+
 /* glibc wrappers and raw system calls, register quirks, check order, user memory */
 DIFF(syscalls, "syscalls", 30)
 

@@ -32,6 +32,7 @@
 #include "notify/ptrace.h"
 #include "engine/sem.h"
 #include "notify/receiver.h"
+#include "notify/serve.h"
 #include "notify/super.h"
 #include "notify/target.h"
 
@@ -548,23 +549,31 @@ static void on_wait(struct pt_tracer *t, pid_t tid, int status)
  * stop taken this way is dropped when we resume the tracee (the kernel rewrites its exit
  * code), so nothing is reported twice for a call that runs on.
  *
- * A program can fake the stop's siginfo (rt_tgsigqueueinfo of SIGTRAP to itself, with a
- * seccomp stop's si_code): the syscall number is then that of the call its thread last made,
- * or -1 after one we served. If that is a semaphore call that reached the kernel, we serve
- * it again with its own arguments, as the program could itself: it fools nobody but itself.
- * Caller holds t->lock.
+ * One thing the wait status tells and the call's information does not: a signal-delivery-stop
+ * whose siginfo a program forged (rt_tgsigqueueinfo of SIGTRAP to itself, with a seccomp
+ * stop's si_code) reads as a seccomp stop of the call its thread last made (or of -1, after
+ * one we served). So only the semaphore calls, the ones worth the saving, are taken this way,
+ * and everything else goes by the wait status: a forged stop at the return from kill(2), say,
+ * is delivered as the signal it is. What is left is a forged stop at the return from a
+ * semaphore call that reached the kernel, past our filter (one above it answered the call):
+ * we serve that call again with the thread's own arguments and the signal is lost, which the
+ * program could have done to itself. Caller holds t->lock.
  */
 static bool took_call(struct pt_tracer *t, const siginfo_t *si)
 {
 	struct __ptrace_syscall_info info;
 	struct pt_tracee *te;
+	int nr;
 
 	if (si->si_code != CLD_TRAPPED || si->si_status != SIGTRAP)
 		return false;
 	te = find(t, si->si_pid);
 	if (!te || te->state != PT_RUNNING ||
 	    ptrace(PTRACE_GET_SYSCALL_INFO, te->tid, sizeof(info), &info) <= 0 ||
-	    info.op != PTRACE_SYSCALL_INFO_SECCOMP)
+	    info.op != PTRACE_SYSCALL_INFO_SECCOMP || info.arch != AUDIT_ARCH_X86_64)
+		return false;
+	nr = (int)(info.seccomp.nr & ~(uint64_t)__X32_SYSCALL_BIT);
+	if (nr != NR_SEMOP && nr != NR_SEMTIMEDOP && nr != NR_SEMCTL && nr != NR_SEMGET)
 		return false;
 	start_call(t, te, &info);
 	return true;
