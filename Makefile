@@ -10,7 +10,7 @@
 #                     random yields on the lock and engine paths
 #   make stress       loop the lock, engine and semvisor-run stress tests, release and debug
 #                     builds, until one fails or STRESS_SECONDS (default 300) pass
-#   make verify       model-check the lock's Promela model with spin
+#   make verify       model-check the Promela models with spin: the lock, the fast path's protocol
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 30)
 #   make bench        the benchmark suite (bench/results/latest.md)
 #   make deps         apt-get install the Debian packages the project needs
@@ -293,6 +293,7 @@ endif
 
 verify:
 	$(MAKE) -C server/lock/model verify
+	$(MAKE) -C server/engine/model verify
 
 fuzz:
 	O=$(O) tests/fuzz/run.sh $(or $(FUZZ_SECONDS),30)

@@ -1,7 +1,9 @@
 #!/bin/sh
-# Run one spin check of amutex.pml and judge its outcome.
+# Run one spin check of a Promela model and judge its outcome.
 #
-#   run-pan.sh NAME EXPECT "SPIN_DEFS" "PAN_CFLAGS" "PAN_ARGS"
+#   [MODEL=file.pml] run-pan.sh NAME EXPECT "SPIN_DEFS" "PAN_CFLAGS" "PAN_ARGS"
+#
+# MODEL: the model, in the current directory (default amutex.pml).
 #
 # EXPECT: pass         no error at all
 #         assert:TEXT  the first error is an assertion whose text contains TEXT
@@ -10,16 +12,17 @@
 # Exit status 0 when the outcome is the expected one.
 set -eu
 name=$1 expect=$2 spindefs=$3 cflags=$4 panargs=$5
+MODEL=${MODEL:-amutex.pml}
 SPIN=${SPIN:-spin}
 PANCC=${PANCC:-gcc}
 dir=pan-$name
 rm -rf "$dir"
 mkdir "$dir"
-cp amutex.pml "$dir/"
+cp "$MODEL" "$dir/"
 cd "$dir"
 start=$(date +%s)
 # shellcheck disable=SC2086
-$SPIN -a $spindefs amutex.pml >spin.log 2>&1 || { cat spin.log; echo "FAIL $name: spin -a"; exit 1; }
+$SPIN -a $spindefs "$MODEL" >spin.log 2>&1 || { cat spin.log; echo "FAIL $name: spin -a"; exit 1; }
 # pan.c is generated code: its warnings are not ours.
 # shellcheck disable=SC2086
 $PANCC -O2 -w $cflags -o pan pan.c >cc.log 2>&1 || { cat cc.log; echo "FAIL $name: cc pan.c"; exit 1; }
@@ -64,10 +67,10 @@ else
 	echo "FAIL $summary (expected $expect)"
 	tail -n 25 pan.log
 fi
-if [ "$expect" != pass ] && [ -f amutex.pml.trail ]; then
+if [ "$expect" != pass ] && [ -f "$MODEL.trail" ]; then
 	# The queue events of the trail (P<thread>:<step>), in order.
 	# shellcheck disable=SC2086
-	events=$($SPIN -t $spindefs amutex.pml 2>/dev/null | grep -o 'P[0-9]:[A-Za-z?(-]*' | tr '\n' ' ')
+	events=$($SPIN -t $spindefs "$MODEL" 2>/dev/null | grep -o 'P[0-9]:[A-Za-z?(-]*' | tr '\n' ' ')
 	[ -n "$events" ] && echo "     trail: $events"
 fi
 [ $ok = yes ]

@@ -1,0 +1,559 @@
+/*
+ * The fast path's protocol, and its Promela model. Checked by `make verify` (see the Makefile
+ * next to this file).
+ *
+ * The fast path lets a program change a semaphore's value without a trapped call, with atomic
+ * operations on memory it shares with the supervisor. It enters the trapped call only to wait,
+ * to wake a waiter, or when the supervisor holds the semaphore. This file is the protocol's
+ * specification. The code that implements it must follow it step for step.
+ *
+ * MEMORY
+ *   Storage of a set: one 64-bit word per semaphore. Every process given fast access to the
+ *   set maps it, writable.
+ *       val    the value, while the supervisor does not hold the word
+ *       SLOW   the supervisor holds the word: its val is stale, and no fast operation may change it
+ *       own    0, or (process slot, pending slot) of the fast operation that holds the word (BUSY)
+ *       gen    the SETVAL generation of the semaphore
+ *   Private page: one per (process, set), shared only by that process (its undo list: the
+ *   processes that share it with CLONE_SYSVSEM) and the supervisor.
+ *       entry[i]   {gen, adj}: the semadj of semaphore i that fast operations made. It counts
+ *                  only while its gen is the word's. An older gen counts as 0, so SETVAL
+ *                  clears every process's entry by bumping one number.
+ *       pending[k] one per thread: {seq, gen, adj}. An odd seq means valid: the entry before
+ *                  the thread's operation in flight.
+ *       epoch      bumped by the supervisor each time it moves the set's storage
+ *   The supervisor keeps its own undo list for the semadj of slow operations (the engine's, as
+ *   today). A process's semadj is that list's value plus its valid entry.
+ *
+ * A FAST OPERATION by thread k of process X: sem_op d on semaphore i, with or without SEM_UNDO
+ *   A1  CAS word: {v, !SLOW, own 0} -> {v, own (X,k)}, only if v + d is in [0, SEMVMX];
+ *       failure -> the trapped call
+ *   E1  read epoch; if it is not the epoch of this mapping -> abandon
+ *   A2  read entry[i]: stable, because only the holder of word i writes it. If semadj - d
+ *       leaves [-SEMAEM, SEMAEM], release the word (own 0, value unchanged) and make the
+ *       trapped call, which answers ERANGE
+ *   A3  pending[k] = {seq odd, entry}                           (one store)
+ *   A4  entry[i] = {gen of the word, semadj - d}                (one store)
+ *   A5  CAS word: {v, !SLOW, own (X,k)} -> {v + d, own 0}: the operation's linearization point
+ *   E2  read epoch; if it changed, ask the supervisor (a trapped call) whether A5 counted
+ *   A6  pending[k].seq++ (even): done
+ *   If A5 fails, or E1 or the answer to E2 says abandon, the operation did not happen. Restore
+ *   entry[i] from pending[k], make pending[k] even, then make the trapped call. That call is
+ *   the moment the supervisor may consider the operation resolved. The question of E2 is not:
+ *   it comes before the restore.
+ *   An operation without SEM_UNDO leaves out A2-A4 and the restore.
+ *
+ * THE SUPERVISOR, on word i, under the set's lock
+ *   take    fetch_or(SLOW). Its old value gives val, gen and own. If own names (X,k), that
+ *           operation is DOOMED: its A5 must fail now. The supervisor notes it and keeps the
+ *           word until X's thread k makes a trapped call (other than E2's question), or X
+ *           exits.
+ *   give    one store {val, !SLOW, own 0, gen}, only when nobody is parked on the semaphore
+ *           and no doomed operation is unresolved. While a waiter is parked every operation
+ *           on the semaphore goes to the supervisor, which does the wake-up.
+ *   SETVAL  take, set the value, gen++, clear the slow semadj of every undo list, give.
+ *   exit    of the last process of an undo list: take (which marks the operation doomed if
+ *           the word still shows own (X,k)). For each valid pending[k] that names i: if its
+ *           operation is doomed, it never happened, so restore the entry from it. Otherwise A5
+ *           came first, and the entry is right. Then apply semadj (the slow list plus the
+ *           valid entry), wake, give.
+ *   revoke  (IPC_SET that takes away a process's alter permission, IPC_RMID) bump the epoch
+ *           of every private page of the set, take, freeze the private page of each process
+ *           that lost access (below), and move the set to new storage. The old storage is
+ *           never read again, so whatever is written there changes nothing. Only an answer to
+ *           a caller that may alter the set hands out the new storage. A call parked before
+ *           the revocation still completes, as natively (permission is checked when a call is
+ *           made), but its answer maps nothing.
+ *   freeze  reads a live process's entry once: s0 = seq, e = entry, s1 = seq. If the
+ *           process's operation is doomed, an odd s1 gives pending's entry, an even s1 == s0
+ *           gives e, and a changed even s1 means the restore is done, so it reads the entry
+ *           again. Otherwise e is stable: no operation of the process can hold the word. The
+ *           result goes into the supervisor's undo list, and the page is not read again.
+ *
+ * WHY EACH STEP
+ *   - A1 before A2: a thread reads its entry only while it holds the word. So no other thread,
+ *     and not the supervisor, changes the entry between that read and A4.
+ *   - A3 before A4: a kill after A4 would leave an entry no one could undo.
+ *   - A4 before A5: once A5 happens, the value and semadj are both changed. A kill before A5 is
+ *     undone from pending. A kill after it needs nothing.
+ *   - Resolution only at the thread's own call: between A1 and A3 a doomed thread's pending
+ *     record is still even. A supervisor that took "even" for "resolved" would give the word
+ *     back. It would then count the operation as done if the thread is killed after A4.
+ *     (BUG_PEEK shows the lost value.)
+ *   - E1 and E2: a process that lost access still maps the old storage and can write anything
+ *     there, including a word that looks free. The epoch is in the private page, where it
+ *     cannot. The supervisor bumps it before its take. So E1 == mapping epoch means A1 came
+ *     before the take: the take saw own (X,k) and marked the operation doomed, unless A5 came
+ *     first. An unchanged E2 means A5 came before the take and counted. If E2 changed, only
+ *     the supervisor's doomed mark can tell. (BUG_EPOCH shows the lost value.)
+ *   - What a process that can write the storage can do with it: set any value, corrupt its own
+ *     semadj, make others' fast operations fail, or make one vanish (a forged word with SLOW
+ *     clear while the supervisor holds it). With alter permission it could do the same with
+ *     SETVAL. Everything the supervisor reads from shared memory is clamped (value to SEMVMX,
+ *     semadj to SEMAEM) and range-checked (slots). It never waits for a word to change, and
+ *     never loops on one more than a fixed number of times.
+ *
+ * THE MODEL
+ *   One semaphore, starting at 1, used as a lock with SEM_UNDO: each process locks (-1) and
+ *   unlocks (+1) ROUNDS times, fast path first. Processes 1 and 2 each have one thread. The
+ *   supervisor is one process: the set's lock serializes it. Between any two steps of a
+ *   process, KILLS kills may happen in total. Also in a call, parked or not. The supervisor
+ *   can take and give the word for an unmodelled caller (TOUCHES), or run SETVAL to 1
+ *   (SETVALS).
+ *   REVOKE: the supervisor may at any moment take away process 2's alter permission. Once
+ *   process 2 has lost it, and has finished its rounds or had a call refused, it writes
+ *   anything into the storage it maps and into its private page (SCRIBBLES times).
+ *   Checked:
+ *    - conservation. When every process has exited and its undo has been applied, the value
+ *      is what it started at, or what SETVAL set. An exit never needs clamping, so nothing is
+ *      lost or made up, whatever kill and whichever scribbles;
+ *    - no lost wake-up (a monitor): whenever the supervisor is between operations, a parked
+ *      call waits on a word the supervisor holds, for a value that does not let it through;
+ *    - no hang: a call never answered, or a supervisor waiting on memory, is an invalid end
+ *      state. The supervisor's statements never wait on shared memory;
+ *    - with REVOKE: whatever process 2 writes after losing access changes nothing.
+ *   Not modelled: several threads of one process (the rule that a doomed word stays held is
+ *   for them), several semaphores and sops (fast operations are one sop on one semaphore; the
+ *   others go to the supervisor), semadj ranges (ERANGE), and sempid and otime, which are not
+ *   about losing a value.
+ *
+ * Variants (spin -D...), each expected to fail:
+ *  BUG_NOPENDING   no pending record (A3): a kill between A4 and A5 leaves an entry for an
+ *                  operation that never happened
+ *  BUG_PEEK        the take treats an even pending record as "no operation in flight"
+ *  BUG_NOGEN       SETVAL does not bump gen: entries made before it still count
+ *  BUG_PARKED      give ignores parked waiters: an unlock on the fast path wakes nobody
+ *  BUG_FREEZE      freeze reads the entry alone, not pending (with REVOKE)
+ *  BUG_NOMOVE      revoke does not move the storage (with REVOKE)
+ *  BUG_EPOCH       no E1/E2: a fast operation on the old storage counts as done (with REVOKE)
+ */
+
+#ifndef ROUNDS
+#define ROUNDS 1
+#endif
+#ifndef KILLS
+#define KILLS 1
+#endif
+#ifndef TOUCHES
+#define TOUCHES 1
+#endif
+#ifndef SETVALS
+#define SETVALS 0
+#endif
+#ifndef SCRIBBLES
+#define SCRIBBLES 2
+#endif
+#ifdef REVOKE
+#define REVOKES 1
+#else
+#define REVOKES 0
+#endif
+
+#define SEMVMX 3
+
+/* Storage: index 0 is the set's first, 1 where a revocation moves it. */
+byte w_val[2];
+bit w_slow[2];
+byte w_own[2];
+byte w_gen[2];
+
+/* Private pages (index 0 unused). */
+byte u_gen[3];
+short u_adj[3];
+byte p_seq[3];
+byte p_gen[3];
+short p_adj[3];
+byte epoch[3];
+
+/* The supervisor's own state. */
+byte cur;            /* the live storage */
+bit held;            /* it holds the live word */
+byte e_val;          /* the value while it holds the word */
+byte e_gen;
+short e_adj[3];      /* semadj of slow operations, and of a frozen private page */
+bit doomed[3];       /* the take found this process's fast operation holding the word */
+short parked[3];     /* 0, or the sem_op of a parked call */
+bit frozen[3];       /* the private page is not read any more */
+bit access[3];
+
+/* Calls. */
+short req[3];        /* 0, or the sem_op of a trapped semop; ASK: "did my A5 count?" */
+byte ans[3];         /* 0 none yet, DONE, REFUSED (EACCES), COUNTED, NOT_COUNTED */
+bit dead[3];
+bit reaped[3];
+byte map[3];         /* the storage a process has mapped */
+byte mapepoch[3];    /* the epoch of its mapping */
+
+#define ASK 9
+#define DONE 1
+#define REFUSED 2
+#define COUNTED 3
+#define NOT_COUNTED 4
+
+/* ghosts */
+byte C = 1;          /* the value every semadj adds up to: the start, or the last SETVAL */
+bit busy;            /* the supervisor is in the middle of an operation (holds the set's lock) */
+byte kills;
+byte final_value;
+
+/* ---- processes -------------------------------------------------------------------------- */
+
+inline maybe_die()
+{
+	if
+	:: kills < KILLS -> kills++; goto died
+	:: true -> skip
+	fi
+}
+
+/* The trapped call. Ends in `ok`; REFUSED sends the process to its scribbling. */
+inline call(d)
+{
+	req[p] = d;
+	if
+	:: ans[p] != 0 -> c = ans[p]; ans[p] = 0
+	:: kills < KILLS -> kills++; goto died
+	fi;
+	if
+	:: c == REFUSED -> goto hostile
+	:: else -> skip
+	fi
+}
+
+inline restore()
+{
+	d_step { u_gen[p] = o_gen; u_adj[p] = o_adj };
+	maybe_die();
+	p_seq[p]++
+}
+
+inline sem_op(d)
+{
+	m = map[p];
+	/* A1 */
+	atomic {
+		if
+		:: !w_slow[m] && w_own[m] == 0 && w_val[m] + d >= 0 && w_val[m] + d <= SEMVMX ->
+			w_own[m] = p; g = w_gen[m]; ok = 1
+		:: else -> ok = 0
+		fi
+	};
+	if
+	:: ok -> maybe_die()
+	:: else -> skip
+	fi;
+#ifndef BUG_EPOCH
+	/* E1: abandoned before anything is written */
+	if
+	:: ok && epoch[p] != mapepoch[p] -> ok = 0; g = 0
+	:: else -> skip
+	fi;
+#endif
+	if
+	:: ok ->
+		/* A2 */
+		d_step { o_gen = u_gen[p]; o_adj = u_adj[p] };
+		maybe_die();
+#ifndef BUG_NOPENDING
+		/* A3 */
+		d_step { p_gen[p] = o_gen; p_adj[p] = o_adj; p_seq[p]++ };
+		maybe_die();
+#endif
+		/* A4 */
+		d_step { u_gen[p] = g; u_adj[p] = (o_gen == g -> o_adj : 0) - d };
+		maybe_die();
+		/* A5 */
+		atomic {
+			if
+			:: !w_slow[m] && w_own[m] == p -> w_val[m] = w_val[m] + d; w_own[m] = 0; ok = 1
+			:: else -> ok = 0
+			fi
+		};
+		maybe_die();
+#ifndef BUG_EPOCH
+		/* E2 */
+		if
+		:: ok && epoch[p] != mapepoch[p] ->
+			call(ASK);
+			ok = (c == COUNTED)
+		:: else -> skip
+		fi;
+#endif
+		if
+		:: ok ->
+#ifndef BUG_NOPENDING
+			p_seq[p]++	/* A6 */
+#else
+			skip
+#endif
+		:: else ->
+#ifndef BUG_NOPENDING
+			restore()
+#else
+			d_step { u_gen[p] = o_gen; u_adj[p] = o_adj }
+#endif
+		fi
+	:: else -> skip
+	fi;
+	if
+	:: !ok -> call(d)
+	:: else -> skip
+	fi;
+	d_step { ok = 0; c = 0; g = 0; o_gen = 0; o_adj = 0 }
+}
+
+proctype proc(byte p)
+{
+	byte m, g, o_gen, c, r;
+	short o_adj;
+	bit ok;
+
+	do
+	:: r < ROUNDS -> sem_op(-1); sem_op(1); r++
+	:: else -> break
+	od;
+hostile:
+#ifdef REVOKE
+	/* Lost access (or finished): from now on it writes anything where it can. */
+	r = 0;
+	do
+	:: !access[p] && r < SCRIBBLES ->
+		r++;
+		atomic {
+			m = map[p];
+			if :: w_val[m] = 0 :: w_val[m] = SEMVMX fi;
+			if :: w_slow[m] = 0 :: w_slow[m] = 1 fi;
+			if :: w_own[m] = 0 :: w_own[m] = 1 :: w_own[m] = 2 fi;
+			if :: u_gen[p] = w_gen[m] :: skip fi;
+			if :: u_adj[p] = -SEMVMX :: u_adj[p] = SEMVMX fi;
+			if :: p_seq[p] = 0 :: p_seq[p] = 1 fi;
+			if :: p_adj[p] = -SEMVMX :: p_adj[p] = SEMVMX fi
+		}
+	:: true -> break
+	od;
+#endif
+died:
+	dead[p] = 1
+}
+
+/* ---- the supervisor ----------------------------------------------------------------------- */
+
+inline take()
+{
+	if
+	:: !held ->
+		atomic {
+			w_slow[cur] = 1;
+			e_val = (w_val[cur] > SEMVMX -> SEMVMX : w_val[cur]);
+			e_gen = w_gen[cur];
+			if
+#ifdef BUG_PEEK
+			:: (w_own[cur] == 1 || w_own[cur] == 2) && (p_seq[w_own[cur]] & 1) ->
+#else
+			:: w_own[cur] == 1 || w_own[cur] == 2 ->
+#endif
+				doomed[w_own[cur]] = 1
+			:: else -> skip
+			fi
+		};
+		held = 1
+	:: else -> skip
+	fi
+}
+
+inline give()
+{
+	if
+#ifdef BUG_PARKED
+	:: held && !doomed[1] && !doomed[2] ->
+#else
+	:: held && !doomed[1] && !doomed[2] && parked[1] == 0 && parked[2] == 0 ->
+#endif
+		atomic { w_val[cur] = e_val; w_gen[cur] = e_gen; w_own[cur] = 0; w_slow[cur] = 0 };
+		held = 0
+	:: else -> skip
+	fi
+}
+
+/*
+ * An answer carries the live storage to a caller that may alter the set. A call parked before a
+ * revocation still completes, as natively (the permission is checked when the call is made), but
+ * its answer gives no new mapping to a process that has lost access.
+ */
+inline remap(q)
+{
+	if
+	:: access[q] -> map[q] = cur; mapepoch[q] = epoch[q]
+	:: else -> skip
+	fi
+}
+
+inline wake_one(q)
+{
+	if
+	:: parked[q] != 0 && e_val + parked[q] >= 0 ->
+		e_val = e_val + parked[q]; e_adj[q] = e_adj[q] - parked[q]; parked[q] = 0;
+		remap(q);
+		ans[q] = DONE
+	:: else -> skip
+	fi
+}
+
+inline wake()
+{
+	wake_one(1);
+	wake_one(2)
+}
+
+inline serve(q)
+{
+	d = req[q];
+	req[q] = 0;
+	take();
+	if
+	:: d == ASK ->
+		/* Only a doomed operation can have done its A5 after the take, on a forged word. */
+		ans[q] = (doomed[q] -> NOT_COUNTED : COUNTED)
+	:: else -> skip
+	fi;
+	/*
+	 * Any other call of thread q comes after its fast operation is over (done or restored).
+	 * ASK comes before the restore: the mark stays until the next call, or the exit.
+	 */
+	if
+	:: d == ASK -> skip
+	:: else -> doomed[q] = 0
+	fi;
+	if
+	:: d == ASK -> skip
+	:: d != ASK && !access[q] -> ans[q] = REFUSED
+	:: d != ASK && access[q] && e_val + d >= 0 && e_val + d <= SEMVMX ->
+		e_val = e_val + d; e_adj[q] = e_adj[q] - d;
+		remap(q);
+		ans[q] = DONE
+	:: else -> parked[q] = d
+	fi;
+	wake();
+	give();
+	d = 0
+}
+
+/* The semadj of process q's private page, read once (see "freeze" above). */
+inline freeze(q)
+{
+	d_step { s0 = p_seq[q]; f_gen = u_gen[q]; f_adj = u_adj[q] };
+	if
+	:: doomed[q] ->
+		atomic {
+			s1 = p_seq[q];
+			if
+#ifndef BUG_FREEZE
+			:: s1 & 1 -> f_gen = p_gen[q]; f_adj = p_adj[q]
+			:: !(s1 & 1) && s1 != s0 -> f_gen = u_gen[q]; f_adj = u_adj[q]
+#endif
+			:: else -> skip
+			fi
+		}
+	:: else -> skip
+	fi;
+	e_adj[q] = e_adj[q] + (f_gen == e_gen -> f_adj : 0);
+	frozen[q] = 1;
+	s0 = 0; s1 = 0; f_gen = 0; f_adj = 0
+}
+
+inline revoke()
+{
+	epoch[1]++;
+	epoch[2]++;
+	take();
+	freeze(2);
+	access[2] = 0;
+#ifndef BUG_NOMOVE
+	atomic { cur = 1; w_val[1] = e_val; w_gen[1] = e_gen; w_own[1] = 0; w_slow[1] = 1 };
+#endif
+	give()
+}
+
+inline reap(q)
+{
+	take();
+	req[q] = 0;
+	parked[q] = 0;
+	if
+	:: !frozen[q] ->
+		d_step {
+			f_gen = u_gen[q]; f_adj = u_adj[q];
+			if
+			:: (p_seq[q] & 1) && doomed[q] ->
+				/* its A5 never happened */
+				f_gen = p_gen[q]; f_adj = p_adj[q]
+			:: else -> skip
+			fi
+		};
+		e_adj[q] = e_adj[q] + (f_gen == e_gen -> f_adj : 0)
+	:: else -> skip
+	fi;
+	doomed[q] = 0;
+	/* Conservation: applying the semadj never needs clamping. */
+	assert(e_val + e_adj[q] >= 0 && e_val + e_adj[q] <= SEMVMX);
+	e_val = e_val + e_adj[q];
+	e_adj[q] = 0;
+	wake();
+	give();
+	reaped[q] = 1;
+	f_gen = 0; f_adj = 0
+}
+
+proctype supervisor()
+{
+	byte touches, setvals, revokes, s0, s1, f_gen;
+	short d, f_adj;
+
+	do
+	:: req[1] != 0 -> busy = 1; serve(1); busy = 0
+	:: req[2] != 0 -> busy = 1; serve(2); busy = 0
+	:: dead[1] && !reaped[1] -> busy = 1; reap(1); busy = 0
+	:: dead[2] && !reaped[2] -> busy = 1; reap(2); busy = 0
+	:: touches < TOUCHES -> touches++; take(); give()
+	:: setvals < SETVALS ->
+		setvals++;
+		busy = 1;
+		take();
+#ifndef BUG_NOGEN
+		e_gen++;
+#endif
+		e_val = 1; e_adj[1] = 0; e_adj[2] = 0; C = 1;
+		wake();
+		give();
+		busy = 0
+	:: revokes < REVOKES -> revokes++; busy = 1; revoke(); busy = 0
+	:: reaped[1] && reaped[2] -> break
+	od;
+	final_value = (held -> e_val : w_val[cur]);
+	assert(final_value == C)
+}
+
+/*
+ * No lost wake-up, as a state invariant checked whenever the supervisor is between operations:
+ * a parked call waits on a word the supervisor holds (so every operation on the semaphore
+ * comes to it), for a value that does not let it through yet.
+ */
+#define WAITS_RIGHT(q) (parked[q] == 0 || (held && e_val + parked[q] < 0))
+
+proctype monitor()
+{
+end:	atomic { !busy && !(WAITS_RIGHT(1) && WAITS_RIGHT(2)) -> assert(WAITS_RIGHT(1) && WAITS_RIGHT(2)) }
+}
+
+init
+{
+	atomic {
+		run monitor();
+		w_val[0] = 1;
+		access[1] = 1;
+		access[2] = 1;
+		run supervisor();
+		run proc(1);
+		run proc(2)
+	}
+}
