@@ -80,6 +80,9 @@
  *     record is still even. A supervisor that took "even" for "resolved" would give the word
  *     back. It would then count the operation as done if the thread is killed after A4.
  *     (BUG_PEEK shows the lost value.)
+ *   - The word stays held while a doomed operation is unresolved. Otherwise another thread of
+ *     the same process could take the word and commit to the same entry, and the doomed
+ *     thread's restore would then overwrite it. (BUG_DOOMED)
  *   - E1 and E2: a process that lost access still maps the old storage and can write anything
  *     there, including a word that looks free. The epoch is in the private page, where it
  *     cannot. The supervisor bumps it before its take. So E1 == mapping epoch means A1 came
@@ -94,12 +97,13 @@
  *     never loops on one more than a fixed number of times.
  *
  * THE MODEL
- *   One semaphore, starting at 1, used as a lock with SEM_UNDO: each process locks (-1) and
- *   unlocks (+1) ROUNDS times, fast path first. Processes 1 and 2 each have one thread. The
+ *   One semaphore, starting at 1, used as a lock with SEM_UNDO: each thread locks (-1) and
+ *   unlocks (+1) ROUNDS times, fast path first. Processes 1 and 2 have one thread each, or
+ *   with THREADS process 1 has two, which share its private page and undo list. The
  *   supervisor is one process: the set's lock serializes it. Between any two steps of a
- *   process, KILLS kills may happen in total. Also in a call, parked or not. The supervisor
- *   can take and give the word for an unmodelled caller (TOUCHES), or run SETVAL to 1
- *   (SETVALS).
+ *   thread, KILLS kills may happen in total, and also in a call, parked or not. A kill stops
+ *   every thread of the process before its next step. The supervisor can take and give the
+ *   word for an unmodelled caller (TOUCHES), or run SETVAL to 1 (SETVALS).
  *   REVOKE: the supervisor may at any moment take away process 2's alter permission. Once
  *   process 2 has lost it, and has finished its rounds or had a call refused, it writes
  *   anything into the storage it maps and into its private page (SCRIBBLES times).
@@ -112,10 +116,9 @@
  *    - no hang: a call never answered, or a supervisor waiting on memory, is an invalid end
  *      state. The supervisor's statements never wait on shared memory;
  *    - with REVOKE: whatever process 2 writes after losing access changes nothing.
- *   Not modelled: several threads of one process (the rule that a doomed word stays held is
- *   for them), several semaphores and sops (fast operations are one sop on one semaphore; the
- *   others go to the supervisor), semadj ranges (ERANGE), and sempid and otime, which are not
- *   about losing a value.
+ *   Not modelled: several semaphores and sops (fast operations are one sop on one semaphore;
+ *   the others go to the supervisor), semadj ranges (ERANGE), and sempid and otime, which are
+ *   not about losing a value.
  *
  * Variants (spin -D...), each expected to fail:
  *  BUG_NOPENDING   no pending record (A3): a kill between A4 and A5 leaves an entry for an
@@ -123,6 +126,8 @@
  *  BUG_PEEK        the take treats an even pending record as "no operation in flight"
  *  BUG_NOGEN       SETVAL does not bump gen: entries made before it still count
  *  BUG_PARKED      give ignores parked waiters: an unlock on the fast path wakes nobody
+ *  BUG_DOOMED      give ignores a doomed operation (with THREADS): the other thread of its
+ *                  process takes the word, commits, and the doomed one's restore overwrites it
  *  BUG_FREEZE      freeze reads the entry alone, not pending (with REVOKE)
  *  BUG_NOMOVE      revoke does not move the storage (with REVOKE)
  *  BUG_EPOCH       no E1/E2: a fast operation on the old storage counts as done (with REVOKE)
@@ -149,21 +154,35 @@
 #define REVOKES 0
 #endif
 
+/*
+ * Threads are numbered 1..NT; PROC(t) is thread t's process. With THREADS, process 1 has
+ * threads 1 and 2, which share its undo list, and process 2 has thread 3.
+ */
+#ifdef THREADS
+#define NT 3
+#define PROC(t) (t <= 2 -> 1 : 2)
+#define T2 3
+#else
+#define NT 2
+#define PROC(t) (t)
+#define T2 2
+#endif
+
 #define SEMVMX 3
 
 /* Storage: index 0 is the set's first, 1 where a revocation moves it. */
 byte w_val[2];
 bit w_slow[2];
-byte w_own[2];
+byte w_own[2];       /* 0, or the thread whose fast operation holds the word */
 byte w_gen[2];
 
-/* Private pages (index 0 unused). */
+/* Private pages, one per process (index 0 unused); the pending records, one per thread. */
 byte u_gen[3];
 short u_adj[3];
-byte p_seq[3];
-byte p_gen[3];
-short p_adj[3];
 byte epoch[3];
+byte p_seq[NT + 1];
+byte p_gen[NT + 1];
+short p_adj[NT + 1];
 
 /* The supervisor's own state. */
 byte cur;            /* the live storage */
@@ -171,18 +190,22 @@ bit held;            /* it holds the live word */
 byte e_val;          /* the value while it holds the word */
 byte e_gen;
 short e_adj[3];      /* semadj of slow operations, and of a frozen private page */
-bit doomed[3];       /* the take found this process's fast operation holding the word */
-short parked[3];     /* 0, or the sem_op of a parked call */
 bit frozen[3];       /* the private page is not read any more */
 bit access[3];
+bit doomed[NT + 1];  /* the take found this thread's fast operation holding the word */
+short parked[NT + 1];/* 0, or the sem_op of a parked call */
 
-/* Calls. */
-short req[3];        /* 0, or the sem_op of a trapped semop; ASK: "did my A5 count?" */
-byte ans[3];         /* 0 none yet, DONE, REFUSED (EACCES), COUNTED, NOT_COUNTED */
-bit dead[3];
+/* Calls, per thread; lives, per process. */
+short req[NT + 1];   /* 0, or the sem_op of a trapped semop; ASK: "did my A5 count?" */
+byte ans[NT + 1];    /* 0 none yet, DONE, REFUSED (EACCES), COUNTED, NOT_COUNTED */
+bit killed[3];       /* SIGKILL: every thread of the process stops before its next step */
+byte fin[3];         /* threads of the process that have stopped */
 bit reaped[3];
 byte map[3];         /* the storage a process has mapped */
 byte mapepoch[3];    /* the epoch of its mapping */
+
+#define NTHREADS(q) (NT == 3 && q == 1 -> 2 : 1)
+#define DEAD(q) (fin[q] == NTHREADS(q))
 
 #define ASK 9
 #define DONE 1
@@ -198,21 +221,22 @@ byte final_value;
 
 /* ---- processes -------------------------------------------------------------------------- */
 
+/* A kill here stops every thread of the process at once (the unless of `thread`). */
 inline maybe_die()
 {
 	if
-	:: kills < KILLS -> kills++; goto died
+	:: kills < KILLS -> kills++; killed[p] = 1
 	:: true -> skip
 	fi
 }
 
-/* The trapped call. Ends in `ok`; REFUSED sends the process to its scribbling. */
+/* The trapped call. Ends in `c`; REFUSED sends the thread to its scribbling. */
 inline call(d)
 {
-	req[p] = d;
+	req[t] = d;
 	if
-	:: ans[p] != 0 -> c = ans[p]; ans[p] = 0
-	:: kills < KILLS -> kills++; goto died
+	:: ans[t] != 0 -> c = ans[t]; ans[t] = 0
+	:: kills < KILLS -> kills++; killed[p] = 1
 	fi;
 	if
 	:: c == REFUSED -> goto hostile
@@ -224,7 +248,7 @@ inline restore()
 {
 	d_step { u_gen[p] = o_gen; u_adj[p] = o_adj };
 	maybe_die();
-	p_seq[p]++
+	p_seq[t]++
 }
 
 inline sem_op(d)
@@ -234,7 +258,7 @@ inline sem_op(d)
 	atomic {
 		if
 		:: !w_slow[m] && w_own[m] == 0 && w_val[m] + d >= 0 && w_val[m] + d <= SEMVMX ->
-			w_own[m] = p; g = w_gen[m]; ok = 1
+			w_own[m] = t; g = w_gen[m]; ok = 1
 		:: else -> ok = 0
 		fi
 	};
@@ -256,7 +280,7 @@ inline sem_op(d)
 		maybe_die();
 #ifndef BUG_NOPENDING
 		/* A3 */
-		d_step { p_gen[p] = o_gen; p_adj[p] = o_adj; p_seq[p]++ };
+		d_step { p_gen[t] = o_gen; p_adj[t] = o_adj; p_seq[t]++ };
 		maybe_die();
 #endif
 		/* A4 */
@@ -265,7 +289,7 @@ inline sem_op(d)
 		/* A5 */
 		atomic {
 			if
-			:: !w_slow[m] && w_own[m] == p -> w_val[m] = w_val[m] + d; w_own[m] = 0; ok = 1
+			:: !w_slow[m] && w_own[m] == t -> w_val[m] = w_val[m] + d; w_own[m] = 0; ok = 1
 			:: else -> ok = 0
 			fi
 		};
@@ -282,7 +306,7 @@ inline sem_op(d)
 		if
 		:: ok ->
 #ifndef BUG_NOPENDING
-			p_seq[p]++	/* A6 */
+			p_seq[t]++	/* A6 */
 #else
 			skip
 #endif
@@ -302,38 +326,41 @@ inline sem_op(d)
 	d_step { ok = 0; c = 0; g = 0; o_gen = 0; o_adj = 0 }
 }
 
-proctype proc(byte p)
+proctype thread(byte t)
 {
+	byte p = PROC(t);
 	byte m, g, o_gen, c, r;
 	short o_adj;
 	bit ok;
 
-	do
-	:: r < ROUNDS -> sem_op(-1); sem_op(1); r++
-	:: else -> break
-	od;
+	{
+		do
+		:: r < ROUNDS -> sem_op(-1); sem_op(1); r++
+		:: else -> break
+		od;
 hostile:
 #ifdef REVOKE
-	/* Lost access (or finished): from now on it writes anything where it can. */
-	r = 0;
-	do
-	:: !access[p] && r < SCRIBBLES ->
-		r++;
-		atomic {
-			m = map[p];
-			if :: w_val[m] = 0 :: w_val[m] = SEMVMX fi;
-			if :: w_slow[m] = 0 :: w_slow[m] = 1 fi;
-			if :: w_own[m] = 0 :: w_own[m] = 1 :: w_own[m] = 2 fi;
-			if :: u_gen[p] = w_gen[m] :: skip fi;
-			if :: u_adj[p] = -SEMVMX :: u_adj[p] = SEMVMX fi;
-			if :: p_seq[p] = 0 :: p_seq[p] = 1 fi;
-			if :: p_adj[p] = -SEMVMX :: p_adj[p] = SEMVMX fi
-		}
-	:: true -> break
-	od;
+		/* Lost access (or finished): from now on it writes anything where it can. */
+		r = 0;
+		do
+		:: p == 2 && !access[p] && r < SCRIBBLES ->
+			r++;
+			atomic {
+				m = map[p];
+				if :: w_val[m] = 0 :: w_val[m] = SEMVMX fi;
+				if :: w_slow[m] = 0 :: w_slow[m] = 1 fi;
+				if :: w_own[m] = 0 :: w_own[m] = 1 :: w_own[m] = NT fi;
+				if :: u_gen[p] = w_gen[m] :: skip fi;
+				if :: u_adj[p] = -SEMVMX :: u_adj[p] = SEMVMX fi;
+				if :: p_seq[t] = 0 :: p_seq[t] = 1 fi;
+				if :: p_adj[t] = -SEMVMX :: p_adj[t] = SEMVMX fi
+			}
+		:: true -> break
+		od;
 #endif
-died:
-	dead[p] = 1
+		skip
+	} unless { killed[p] };
+	fin[p]++
 }
 
 /* ---- the supervisor ----------------------------------------------------------------------- */
@@ -348,9 +375,9 @@ inline take()
 			e_gen = w_gen[cur];
 			if
 #ifdef BUG_PEEK
-			:: (w_own[cur] == 1 || w_own[cur] == 2) && (p_seq[w_own[cur]] & 1) ->
+			:: w_own[cur] >= 1 && w_own[cur] <= NT && (p_seq[w_own[cur]] & 1) ->
 #else
-			:: w_own[cur] == 1 || w_own[cur] == 2 ->
+			:: w_own[cur] >= 1 && w_own[cur] <= NT ->
 #endif
 				doomed[w_own[cur]] = 1
 			:: else -> skip
@@ -361,13 +388,23 @@ inline take()
 	fi
 }
 
+#ifdef THREADS
+#define NONE_DOOMED (!doomed[1] && !doomed[2] && !doomed[3])
+#define NONE_PARKED (parked[1] == 0 && parked[2] == 0 && parked[3] == 0)
+#else
+#define NONE_DOOMED (!doomed[1] && !doomed[2])
+#define NONE_PARKED (parked[1] == 0 && parked[2] == 0)
+#endif
+
 inline give()
 {
 	if
-#ifdef BUG_PARKED
-	:: held && !doomed[1] && !doomed[2] ->
+#if defined(BUG_PARKED)
+	:: held && NONE_DOOMED ->
+#elif defined(BUG_DOOMED)
+	:: held && NONE_PARKED ->
 #else
-	:: held && !doomed[1] && !doomed[2] && parked[1] == 0 && parked[2] == 0 ->
+	:: held && NONE_DOOMED && NONE_PARKED ->
 #endif
 		atomic { w_val[cur] = e_val; w_gen[cur] = e_gen; w_own[cur] = 0; w_slow[cur] = 0 };
 		held = 0
@@ -388,13 +425,13 @@ inline remap(q)
 	fi
 }
 
-inline wake_one(q)
+inline wake_one(u)
 {
 	if
-	:: parked[q] != 0 && e_val + parked[q] >= 0 ->
-		e_val = e_val + parked[q]; e_adj[q] = e_adj[q] - parked[q]; parked[q] = 0;
-		remap(q);
-		ans[q] = DONE
+	:: parked[u] != 0 && e_val + parked[u] >= 0 ->
+		e_val = e_val + parked[u]; e_adj[PROC(u)] = e_adj[PROC(u)] - parked[u]; parked[u] = 0;
+		remap(PROC(u));
+		ans[u] = DONE
 	:: else -> skip
 	fi
 }
@@ -402,62 +439,63 @@ inline wake_one(q)
 inline wake()
 {
 	wake_one(1);
-	wake_one(2)
+	wake_one(2);
+#ifdef THREADS
+	wake_one(3)
+#else
+	skip
+#endif
 }
 
-inline serve(q)
+inline serve(u)
 {
-	d = req[q];
-	req[q] = 0;
+	d = req[u];
+	req[u] = 0;
 	take();
-	if
-	:: d == ASK ->
-		/* Only a doomed operation can have done its A5 after the take, on a forged word. */
-		ans[q] = (doomed[q] -> NOT_COUNTED : COUNTED)
-	:: else -> skip
-	fi;
 	/*
-	 * Any other call of thread q comes after its fast operation is over (done or restored).
+	 * Any other call of thread u comes after its fast operation is over (done or restored).
 	 * ASK comes before the restore: the mark stays until the next call, or the exit.
 	 */
 	if
-	:: d == ASK -> skip
-	:: else -> doomed[q] = 0
+	:: d == ASK ->
+		/* Only a doomed operation can have done its A5 after the take, on a forged word. */
+		ans[u] = (doomed[u] -> NOT_COUNTED : COUNTED)
+	:: else -> doomed[u] = 0
 	fi;
 	if
 	:: d == ASK -> skip
-	:: d != ASK && !access[q] -> ans[q] = REFUSED
-	:: d != ASK && access[q] && e_val + d >= 0 && e_val + d <= SEMVMX ->
-		e_val = e_val + d; e_adj[q] = e_adj[q] - d;
-		remap(q);
-		ans[q] = DONE
-	:: else -> parked[q] = d
+	:: d != ASK && !access[PROC(u)] -> ans[u] = REFUSED
+	:: d != ASK && access[PROC(u)] && e_val + d >= 0 && e_val + d <= SEMVMX ->
+		e_val = e_val + d; e_adj[PROC(u)] = e_adj[PROC(u)] - d;
+		remap(PROC(u));
+		ans[u] = DONE
+	:: else -> parked[u] = d
 	fi;
 	wake();
 	give();
 	d = 0
 }
 
-/* The semadj of process q's private page, read once (see "freeze" above). */
-inline freeze(q)
+/* The semadj of process 2's private page, read once (see "freeze" above). */
+inline freeze()
 {
-	d_step { s0 = p_seq[q]; f_gen = u_gen[q]; f_adj = u_adj[q] };
+	d_step { s0 = p_seq[T2]; f_gen = u_gen[2]; f_adj = u_adj[2] };
 	if
-	:: doomed[q] ->
+	:: doomed[T2] ->
 		atomic {
-			s1 = p_seq[q];
+			s1 = p_seq[T2];
 			if
 #ifndef BUG_FREEZE
-			:: s1 & 1 -> f_gen = p_gen[q]; f_adj = p_adj[q]
-			:: !(s1 & 1) && s1 != s0 -> f_gen = u_gen[q]; f_adj = u_adj[q]
+			:: s1 & 1 -> f_gen = p_gen[T2]; f_adj = p_adj[T2]
+			:: !(s1 & 1) && s1 != s0 -> f_gen = u_gen[2]; f_adj = u_adj[2]
 #endif
 			:: else -> skip
 			fi
 		}
 	:: else -> skip
 	fi;
-	e_adj[q] = e_adj[q] + (f_gen == e_gen -> f_adj : 0);
-	frozen[q] = 1;
+	e_adj[2] = e_adj[2] + (f_gen == e_gen -> f_adj : 0);
+	frozen[2] = 1;
 	s0 = 0; s1 = 0; f_gen = 0; f_adj = 0
 }
 
@@ -466,7 +504,7 @@ inline revoke()
 	epoch[1]++;
 	epoch[2]++;
 	take();
-	freeze(2);
+	freeze();
 	access[2] = 0;
 #ifndef BUG_NOMOVE
 	atomic { cur = 1; w_val[1] = e_val; w_gen[1] = e_gen; w_own[1] = 0; w_slow[1] = 1 };
@@ -474,26 +512,36 @@ inline revoke()
 	give()
 }
 
+/* Thread u of a dead process: its call goes, and its operation in flight, if doomed, never happened. */
+inline reap_thread(u)
+{
+	req[u] = 0;
+	parked[u] = 0;
+	if
+	:: (p_seq[u] & 1) && doomed[u] -> f_gen = p_gen[u]; f_adj = p_adj[u]
+	:: else -> skip
+	fi;
+	doomed[u] = 0
+}
+
 inline reap(q)
 {
 	take();
-	req[q] = 0;
-	parked[q] = 0;
+	d_step { f_gen = u_gen[q]; f_adj = u_adj[q] };
 	if
-	:: !frozen[q] ->
-		d_step {
-			f_gen = u_gen[q]; f_adj = u_adj[q];
-			if
-			:: (p_seq[q] & 1) && doomed[q] ->
-				/* its A5 never happened */
-				f_gen = p_gen[q]; f_adj = p_adj[q]
-			:: else -> skip
-			fi
-		};
-		e_adj[q] = e_adj[q] + (f_gen == e_gen -> f_adj : 0)
+	:: q == 1 ->
+		reap_thread(1);
+#ifdef THREADS
+		reap_thread(2)
+#else
+		skip
+#endif
+	:: else -> reap_thread(T2)
+	fi;
+	if
+	:: !frozen[q] -> e_adj[q] = e_adj[q] + (f_gen == e_gen -> f_adj : 0)
 	:: else -> skip
 	fi;
-	doomed[q] = 0;
 	/* Conservation: applying the semadj never needs clamping. */
 	assert(e_val + e_adj[q] >= 0 && e_val + e_adj[q] <= SEMVMX);
 	e_val = e_val + e_adj[q];
@@ -512,8 +560,11 @@ proctype supervisor()
 	do
 	:: req[1] != 0 -> busy = 1; serve(1); busy = 0
 	:: req[2] != 0 -> busy = 1; serve(2); busy = 0
-	:: dead[1] && !reaped[1] -> busy = 1; reap(1); busy = 0
-	:: dead[2] && !reaped[2] -> busy = 1; reap(2); busy = 0
+#ifdef THREADS
+	:: req[3] != 0 -> busy = 1; serve(3); busy = 0
+#endif
+	:: DEAD(1) && !reaped[1] -> busy = 1; reap(1); busy = 0
+	:: DEAD(2) && !reaped[2] -> busy = 1; reap(2); busy = 0
 	:: touches < TOUCHES -> touches++; take(); give()
 	:: setvals < SETVALS ->
 		setvals++;
@@ -538,22 +589,31 @@ proctype supervisor()
  * a parked call waits on a word the supervisor holds (so every operation on the semaphore
  * comes to it), for a value that does not let it through yet.
  */
-#define WAITS_RIGHT(q) (parked[q] == 0 || (held && e_val + parked[q] < 0))
+#define WAITS_RIGHT(u) (parked[u] == 0 || (held && e_val + parked[u] < 0))
+#ifdef THREADS
+#define ALL_WAIT_RIGHT (WAITS_RIGHT(1) && WAITS_RIGHT(2) && WAITS_RIGHT(3))
+#else
+#define ALL_WAIT_RIGHT (WAITS_RIGHT(1) && WAITS_RIGHT(2))
+#endif
 
 proctype monitor()
 {
-end:	atomic { !busy && !(WAITS_RIGHT(1) && WAITS_RIGHT(2)) -> assert(WAITS_RIGHT(1) && WAITS_RIGHT(2)) }
+end:	atomic { !busy && !ALL_WAIT_RIGHT -> assert(ALL_WAIT_RIGHT) }
 }
 
 init
 {
+	byte u = 1;
+
 	atomic {
 		run monitor();
 		w_val[0] = 1;
 		access[1] = 1;
 		access[2] = 1;
 		run supervisor();
-		run proc(1);
-		run proc(2)
+		do
+		:: u <= NT -> run thread(u); u++
+		:: else -> break
+		od
 	}
 }
