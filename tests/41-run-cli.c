@@ -97,8 +97,8 @@ Test(run_cli, bad_options)
 		{ "--workers=abc", NULL },
 		{ "--limits", NULL },
 		{ "-o", NULL },
-		{ "-o/dev/null", NULL },	  /* without -v */
-		{ "-v", "-o/nonexistent/dir/x" }, /* cannot be written */
+		{ "-o/dev/null", NULL },		/* without -v */
+		{ "-v", "-o/nonexistent/dir/x" },	/* cannot be written */
 		{ "--backend=ptrace", "--crash-safe" }, /* notification's alone */
 		{ "--backend=ptrace", "--proc-view" },
 		{ "--backend=other", NULL },

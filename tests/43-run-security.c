@@ -81,7 +81,8 @@ static bool needs_notify(const char *const *opts)
  * for credentials, namespaces and caller memory are the same; each confined run must match the
  * native one.
  */
-static void diff_each(const char *prog, const char *const *args, const char *const *opts, int timeout_s)
+static void diff_each(const char *prog, const char *const *args, const char *const *opts,
+		      int timeout_s)
 {
 	struct run_spec s = { .prog = prog, .timeout_ms = timeout_s * 1000 };
 	struct run_result native, confined;
@@ -216,7 +217,7 @@ Test(run_security, setresuid_racing_rmid)
 Test(run_security, setresuid_racing_rmid_four_workers)
 {
 	diff_each("cred-race", (const char *const[]){ "3000", NULL },
-	      (const char *const[]){ "--workers=4", NULL }, 240);
+		  (const char *const[]){ "--workers=4", NULL }, 240);
 }
 
 /* caller memory is read and written with the caller's own access rights */
@@ -306,7 +307,7 @@ Test(run_security, without_the_newer_kernel_interfaces)
 	/* every call reads /proc/TID/status, whose Groups: line is here longer than a page */
 	diff_each("perms", (const char *const[]){ "manygroups", NULL }, NULL, 60);
 	diff_each("cred-race", (const char *const[]){ "1000", NULL },
-	      (const char *const[]){ "--workers=4", NULL }, 240);
+		  (const char *const[]){ "--workers=4", NULL }, 240);
 }
 
 /*

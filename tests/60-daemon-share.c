@@ -349,11 +349,11 @@ Test(daemon_share, ptrace_clients)
 
 		snprintf(name, sizeof(name), "%s%d.out", who ? "pong" : "ping", p);
 		snprintf(outp[i], sizeof(outp[i]), "%s", dh_path(name));
-		pid[i] = dh_spawn(traced_argv(argv[i], d.sock, pairs[p].opt[who],
-					      pairs[p].nested[who],
-					      (const char *const[]){ who ? "pong" : "ping", keys[p],
-								     rounds, NULL }),
-				  outp[i]);
+		pid[i] =
+		    dh_spawn(traced_argv(argv[i], d.sock, pairs[p].opt[who], pairs[p].nested[who],
+					 (const char *const[]){ who ? "pong" : "ping", keys[p],
+								rounds, NULL }),
+			     outp[i]);
 	}
 	for (int i = 0; i < 6; i++) {
 		cr_assert(dh_wait(pid[i], 60000, &st), "%s timed out:\n%s", outp[i],
@@ -373,8 +373,8 @@ Test(daemon_share, ptrace_clients)
 				    &s1),
 			     3, "ping %d printed:\n%s", p, out);
 		cr_assert(counter == 2 * ROUNDS && s0 == 0 && s1 == 0,
-			  "pair %d: counter %d sem0 %d sem1 %d, expected %d 0 0", p, counter, s0, s1,
-			  2 * ROUNDS);
+			  "pair %d: counter %d sem0 %d sem1 %d, expected %d 0 0", p, counter, s0,
+			  s1, 2 * ROUNDS);
 		free(out);
 	}
 	/* the nested ones said why they are traced */
@@ -386,8 +386,7 @@ Test(daemon_share, ptrace_clients)
 	}
 	log = dh_log(&d);
 	cr_assert_eq(dh_count(log, " through ptrace"), 5, "five traced clients:\n%s", log);
-	cr_assert_eq(kernel_sets(), 0, "the kernel holds sets:\n%s",
-		     dh_slurp("/proc/sysvipc/sem"));
+	cr_assert_eq(kernel_sets(), 0, "the kernel holds sets:\n%s", dh_slurp("/proc/sysvipc/sem"));
 	free(log);
 
 	/* the daemon kept the sets: a notified client reads what the traced ones left */

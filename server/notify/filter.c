@@ -27,10 +27,6 @@
 
 #include "notify/filter.h"
 
-#ifndef __X32_SYSCALL_BIT
-#define __X32_SYSCALL_BIT 0x40000000
-#endif
-
 /* ipc(2) call numbers (the kernel's include/uapi/linux/ipc.h) */
 #define IPCCALL_SEMOP	   1
 #define IPCCALL_SEMGET	   2

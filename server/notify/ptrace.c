@@ -36,9 +36,6 @@
 #include "notify/super.h"
 #include "notify/target.h"
 
-#ifndef __X32_SYSCALL_BIT
-#define __X32_SYSCALL_BIT 0x40000000
-#endif
 #define ERESTARTSYS    512 /* the kernel's, never seen by a program */
 #define ERESTARTNOHAND 514 /* what pause() returns when a signal (or we) interrupt it */
 

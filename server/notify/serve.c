@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/audit.h>
+#include <sys/syscall.h> /* __X32_SYSCALL_BIT */
 #include <unistd.h>
 
 #include "lock/xpthread.h"
@@ -41,7 +42,6 @@
 #include "util/fault.h"
 #include "util/killpoint.h"
 
-#define X32_BIT	      0x40000000
 #define NR_OPEN	      2 /* x86_64 and x32 */
 #define NR_OPENAT     257
 #define NR_OPENAT2    437
@@ -836,7 +836,8 @@ void nt_serve_from(struct nt_worker *wk, struct nt_listener *l, const struct sec
 	int nr = n->data.nr;
 
 	if (n->data.arch == AUDIT_ARCH_X86_64) {
-		nr &= ~X32_BIT; /* x32 uses the same calls and layouts with this bit set */
+		/* x32 uses the same calls and layouts, with this bit set in the number */
+		nr &= ~__X32_SYSCALL_BIT;
 		switch (nr) {
 		case NR_SEMGET:
 			NT_ADD(&wk->stats, calls[NT_SEMGET], 1);
