@@ -26,8 +26,10 @@
  *   today). A process's semadj is that list's value plus its valid entry.
  *
  * A FAST OPERATION by thread k of process X: sem_op d on semaphore i, with or without SEM_UNDO
- *   A1  CAS word: {v, !SLOW, own 0} -> {v, own (X,k)}, only if v + d is in [0, SEMVMX];
- *       failure -> the trapped call
+ *   A1  CAS word: {v, !SLOW, own 0} -> {v, own (X,k)}, only if v + d is in [0, SEMVMX].
+ *       A word owned by another thread is retried a bounded number of times (its owner is
+ *       tens of nanoseconds from A5, and the trapped call would doom its operation); any
+ *       other failure -> the trapped call
  *   E1  read epoch; if it is not the epoch of this mapping -> abandon
  *   A2  read entry[i]: stable, because only the holder of word i writes it. If semadj - d
  *       leaves [-SEMAEM, SEMAEM], release the word (own 0, value unchanged) and make the
