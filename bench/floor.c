@@ -213,6 +213,12 @@ static bool is_sentinel(uint64_t arg0)
 	return (int)arg0 == END_SEMID;
 }
 
+/* The only calls a supervisor of either kind should see: the target's native semop/semtimedop. */
+static bool is_target_call(uint32_t arch, uint64_t nr)
+{
+	return arch == AUDIT_ARCH_X86_64 && (nr == __NR_semtimedop || nr == __NR_semop);
+}
+
 /*
  * Runs in the target: warm up, calibrate, time, report on fd out, send the end sentinel.
  * Returns 0 or -1 (message printed).
@@ -674,8 +680,7 @@ static int notify_serve(struct run *r)
 
 		memset(resp, 0, resp_size);
 		resp->id = req->id;
-		if (req->data.arch != AUDIT_ARCH_X86_64 ||
-		    (req->data.nr != __NR_semtimedop && req->data.nr != __NR_semop)) {
+		if (!is_target_call(req->data.arch, (uint64_t)req->data.nr)) {
 			r->bad++;
 			resp->error = -ENOSYS;
 		} else if (is_sentinel(req->data.args[0])) {
@@ -778,8 +783,7 @@ static int ptrace_learn(struct run *r, int *pidfd, pid_t *pidfd_of)
 		snprintf(r->why, sizeof(r->why), "ptrace(GET_SYSCALL_INFO): %s", strerror(errno));
 		return -1;
 	}
-	if (info.op != PTRACE_SYSCALL_INFO_SECCOMP || info.arch != AUDIT_ARCH_X86_64 ||
-	    (info.seccomp.nr != __NR_semtimedop && info.seccomp.nr != __NR_semop)) {
+	if (info.op != PTRACE_SYSCALL_INFO_SECCOMP || !is_target_call(info.arch, info.seccomp.nr)) {
 		r->bad++;
 		return 0;
 	}
