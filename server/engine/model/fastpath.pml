@@ -5,7 +5,9 @@
  * The fast path lets a program change a semaphore's value without a trapped call, with atomic
  * operations on memory it shares with the supervisor. It enters the trapped call only to wait,
  * to wake a waiter, or when the supervisor holds the semaphore. This file is the protocol's
- * specification. The code that implements it must follow it step for step.
+ * specification. The code that implements it must follow it step for step. The steps in C, for
+ * both sides, are in server/engine/fastword.h. tests/25-engine-stress-fastword.c checks them
+ * with threads and with a stop before each step.
  *
  * MEMORY
  *   Storage of a set: one 64-bit word per semaphore. Every process given fast access to the
@@ -19,8 +21,9 @@
  *       entry[i]   {gen, adj}: the semadj of semaphore i that fast operations made. It counts
  *                  only while its gen is the word's. An older gen counts as 0, so SETVAL
  *                  clears every process's entry by bumping one number.
- *       pending[k] one per thread: {seq, gen, adj}. An odd seq means valid: the entry before
- *                  the thread's operation in flight.
+ *       pending[k] one per thread: {seq, i, gen, adj}. An odd seq means valid: semaphore i's
+ *                  entry before the thread's operation on it, in flight. (One 64-bit word:
+ *                  seq 8 bits, i 16, gen 24, adj 16.)
  *       epoch      bumped by the supervisor each time it moves the set's storage
  *   The supervisor keeps its own undo list for the semadj of slow operations (the engine's, as
  *   today). A process's semadj is that list's value plus its valid entry.
@@ -30,11 +33,12 @@
  *       A word owned by another thread is retried a bounded number of times (its owner is
  *       tens of nanoseconds from A5, and the trapped call would doom its operation); any
  *       other failure -> the trapped call
- *   E1  read epoch; if it is not the epoch of this mapping -> abandon
+ *   E1  read epoch; if it is not the epoch of this mapping -> abandon (that storage is no
+ *       longer read, so the word needs no release)
  *   A2  read entry[i]: stable, because only the holder of word i writes it. If semadj - d
  *       leaves [-SEMAEM, SEMAEM], release the word (own 0, value unchanged) and make the
  *       trapped call, which answers ERANGE
- *   A3  pending[k] = {seq odd, entry}                           (one store)
+ *   A3  pending[k] = {seq odd, i, entry}                        (one store)
  *   A4  entry[i] = {gen of the word, semadj - d}                (one store)
  *   A5  CAS word: {v, !SLOW, own (X,k)} -> {v + d, own 0}: the operation's linearization point
  *   E2  read epoch; if it changed, ask the supervisor (a trapped call) whether A5 counted
