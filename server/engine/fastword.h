@@ -142,6 +142,12 @@ static inline uint64_t fw_pending_entry(uint64_t p)
 	return p >> 24;
 }
 
+/* Is p a valid record of an operation on semaphore semnum? */
+static inline bool fw_pending_names(uint64_t p, unsigned semnum)
+{
+	return fw_pending_valid(p) && fw_pending_semnum(p) == semnum;
+}
+
 /* The same record with the next sequence number: valid becomes ended, ended valid. */
 static inline uint64_t fw_pending_next(uint64_t p)
 {
@@ -221,13 +227,11 @@ static inline void fw_finish(struct fw_op *op)
 static inline enum fw_result fw_abandon(struct fw_op *op)
 {
 	if (op->undo) {
-		_Atomic uint64_t *p = &op->page->pending[op->slot];
-
 		atomic_store(&op->page->entry[op->semnum], op->old_entry);
 		if (fw_stop(op, FW_AT_RESTORE))
 			return FW_STOPPED;
-		atomic_store(p, fw_pending_next(atomic_load(p)));
 	}
+	fw_finish(op);
 	return FW_CALL;
 }
 
@@ -341,7 +345,7 @@ static inline uint64_t fw_settled_entry(struct fw_page *pg, unsigned semnum, int
 
 	if (doomed_slot >= 0 && doomed_slot < FW_PENDING) {
 		p = atomic_load(&pg->pending[doomed_slot]);
-		if (fw_pending_valid(p) && fw_pending_semnum(p) == semnum)
+		if (fw_pending_names(p, semnum))
 			return fw_pending_entry(p);
 	}
 	return atomic_load(&pg->entry[semnum]);
@@ -360,7 +364,7 @@ static inline uint64_t fw_frozen_entry(struct fw_page *pg, unsigned semnum, int 
 	s0 = atomic_load(&pg->pending[doomed_slot]);
 	e = atomic_load(&pg->entry[semnum]);
 	s1 = atomic_load(&pg->pending[doomed_slot]);
-	if (fw_pending_valid(s1) && fw_pending_semnum(s1) == semnum)
+	if (fw_pending_names(s1, semnum))
 		return fw_pending_entry(s1);
 	if (s1 == s0)
 		return e;			/* no record was written meanwhile: nothing was */
