@@ -140,7 +140,7 @@ ALL_OBJ     = $(LIB_OBJ) $(TLIB_OBJ) \
 .SECONDARY:
 
 .PHONY: all run demo test check layers test-asan test-tsan test-debug stress verify fuzz \
-        bench bench-quick deps install uninstall lint format clean tests benches
+        bench bench-quick deps install uninstall lint format clean tests benches print-libs
 
 all: $(BINS) tests benches $(DEMO_BIN)
 tests: $(TEST_BIN) $(TPROG_BIN)
@@ -297,6 +297,10 @@ verify:
 
 fuzz:
 	O=$(O) tests/fuzz/run.sh $(or $(FUZZ_SECONDS),30)
+
+# What a program linking libsemvisor.a needs after it (tests/fuzz/run.sh links its targets so).
+print-libs:
+	@echo $(LIBS)
 
 bench: all
 	./bench/run.sh $(O) full

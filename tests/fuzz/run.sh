@@ -31,18 +31,21 @@ if ! ${MAKE:-make} -s SAN=fuzz CC="$CLANG" O="$lib" "$lib/libsemvisor.a"; then
 	echo "fuzz: the instrumented library did not build" >&2
 	exit 1
 fi
+# The libraries the server library needs, as the Makefile links every other program with them.
+libs=$(${MAKE:-make} -s --no-print-directory print-libs)
 
 fail=0
 for src in tests/fuzz/*_fuzz.c; do
 	[ -e "$src" ] || continue
 	name=$(basename "$src" _fuzz.c)
 	bin="$out/${name}_fuzz"
-	# -fno-sanitize-recover: undefined behaviour is a crash, not a line in the log
+	# -fno-sanitize-recover: undefined behaviour is a crash, not a line in the log.
+	# $libs is a list of options: split on purpose.
+	# shellcheck disable=SC2086
 	if ! "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -fno-sanitize=pointer-overflow -Wall -Wextra \
 		-Wshadow -Wmissing-prototypes -Wformat=2 -I. -Iserver -I"$lib/proto" -D_GNU_SOURCE \
-		-o "$bin" "$src" "$lib/libsemvisor.a" -lseccomp -lev -lprotobuf-c -ljansson \
-		-lurcu-memb -lurcu-cds -lurcu-common; then
+		-o "$bin" "$src" "$lib/libsemvisor.a" $libs; then
 		echo "fuzz: $name: build failed" >&2
 		fail=1
 		continue
