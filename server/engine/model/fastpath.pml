@@ -14,13 +14,22 @@
  *   set maps it, writable.
  *       val    the value, while the supervisor does not hold the word
  *       SLOW   the supervisor holds the word: its val is stale, and no fast operation may change it
- *       own    0, or (process slot, pending slot) of the fast operation that holds the word (BUSY)
- *       gen    the SETVAL generation of the semaphore
- *   Private page: one per (process, set), shared only by that process (its undo list: the
- *   processes that share it with CLONE_SYSVSEM) and the supervisor.
+ *       own    0, or (process page, pending slot) of the fast operation that holds the word (BUSY)
+ *   Published: what the supervisor says about the set, in a sealed memfd that every process
+ *   with fast access maps read-only, so that none can forge it. Written by the supervisor
+ *   only while it holds the word concerned, so stable while a fast operation holds it.
+ *       gen[i]     the SETVAL generation of semaphore i
+ *       tag[i]     the private page of the process that is semaphore i's sempid, or none
+ *       otime      the set's sem_otime, which only moves forward
+ *   Private page: one per (process, set), shared only by the process's threads and the
+ *   supervisor. A process that shares its undo list with another process (CLONE_SYSVSEM
+ *   without CLONE_THREAD) gets none: a page, its tag and a sempid name one process.
  *       entry[i]   {gen, adj}: the semadj of semaphore i that fast operations made. It counts
- *                  only while its gen is the word's. An older gen counts as 0, so SETVAL
- *                  clears every process's entry by bumping one number.
+ *                  only while its gen is gen[i]. An older gen counts as 0, so SETVAL clears
+ *                  every process's entry by bumping one number.
+ *       copy[i]    {gen, adj}: a copy of the supervisor's undo list's semadj of semaphore i,
+ *                  for A2's range check only. The supervisor writes it while it holds word i,
+ *                  each time it changes the list, and never reads it back.
  *       pending[k] one per thread: {seq, i, gen, adj}. An odd seq means valid: semaphore i's
  *                  entry before the thread's operation on it, in flight. (One 64-bit word:
  *                  seq 8 bits, i 16, gen 24, adj 16.)
@@ -35,11 +44,16 @@
  *       other failure -> the trapped call
  *   E1  read epoch; if it is not the epoch of this mapping -> abandon (that storage is no
  *       longer read, so the word needs no release)
- *   A2  read entry[i]: stable, because only the holder of word i writes it. If semadj - d
- *       leaves [-SEMAEM, SEMAEM], release the word (own 0, value unchanged) and make the
- *       trapped call, which answers ERANGE
+ *   A2  read gen[i], tag[i], otime, entry[i] and copy[i]: all stable while the word is held
+ *       (only the holder of word i writes entry[i]), but otime, which only grows. Release the
+ *       word (own 0, value unchanged) and make the trapped call if the operation would change
+ *       more than the value and the semadj: if tag[i] is not this process's page (sempid
+ *       changes) or the time now, read with the coarse real-time clock, is past otime
+ *       (otime changes). The same if the semadj, copy[i] + entry[i] - d, leaves
+ *       [-SEMAEM - 1, SEMAEM] (the call answers ERANGE), or the entry's part leaves its 16
+ *       bits (the call applies it to the undo list)
  *   A3  pending[k] = {seq odd, i, entry}                        (one store)
- *   A4  entry[i] = {gen of the word, semadj - d}                (one store)
+ *   A4  entry[i] = {gen[i], entry's semadj - d}                 (one store)
  *   A5  CAS word: {v, !SLOW, own (X,k)} -> {v + d, own 0}: the operation's linearization point
  *   E2  read epoch; if it changed, ask the supervisor (a trapped call) whether A5 counted
  *   A6  pending[k].seq++ (even): done
@@ -47,22 +61,31 @@
  *   entry[i] from pending[k], make pending[k] even, then make the trapped call. That call is
  *   the moment the supervisor may consider the operation resolved. The question of E2 is not:
  *   it comes before the restore.
- *   An operation without SEM_UNDO leaves out A2-A4 and the restore.
+ *   An operation without SEM_UNDO leaves out A2's semadj part, A3, A4 and the restore.
  *
  * THE SUPERVISOR, on word i, under the set's lock
- *   take    fetch_or(SLOW). Its old value gives val, gen and own. If own names (X,k), that
+ *   take    fetch_or(SLOW). Its old value gives val and own. If own names (X,k), that
  *           operation is DOOMED: its A5 must fail now. The supervisor notes it and keeps the
  *           word until X's thread k makes a trapped call (other than E2's question), or X
  *           exits.
- *   give    one store {val, !SLOW, own 0, gen}, only when nobody is parked on the semaphore
- *           and no doomed operation is unresolved. While a waiter is parked every operation
- *           on the semaphore goes to the supervisor, which does the wake-up.
+ *   give    publish gen[i] and tag[i] (and otime), then one store {val, !SLOW, own 0}, only
+ *           when nobody is parked on the semaphore and no doomed operation is unresolved.
+ *           While a waiter is parked every operation on the semaphore goes to the supervisor,
+ *           which does the wake-up.
+ *   copy    each change of a process's undo list's semadj of semaphore i is written to its
+ *           page's copy[i], under the word (a new page gets all of them before it is handed
+ *           out).
  *   SETVAL  take, set the value, gen++, clear the slow semadj of every undo list, give.
+ *           gen has 24 bits and wraps, so each bump also refreshes one page in turn: its
+ *           entry[i] and copy[i] of an older gen (which count as 0) become 0 of this gen.
+ *           No entry is then older than the number of pages in generations, and none can
+ *           count again when gen comes back to its number.
  *   exit    of the last process of an undo list: take (which marks the operation doomed if
  *           the word still shows own (X,k)). For each valid pending[k] that names i: if its
  *           operation is doomed, it never happened, so restore the entry from it. Otherwise A5
  *           came first, and the entry is right. Then apply semadj (the slow list plus the
- *           valid entry), wake, give.
+ *           valid entry), wake, give. A tag[i] that names the page is published as none
+ *           before the page's index is given to another process.
  *   revoke  (IPC_SET that takes away a process's alter permission, IPC_RMID) bump the epoch
  *           of every private page of the set, take, freeze the private page of each process
  *           that lost access (below), and move the set to new storage. The old storage is
@@ -95,12 +118,24 @@
  *     before the take: the take saw own (X,k) and marked the operation doomed, unless A5 came
  *     first. An unchanged E2 means A5 came before the take and counted. If E2 changed, only
  *     the supervisor's doomed mark can tell. (BUG_EPOCH shows the lost value.)
+ *   - A fast operation changes only what the kernel's would change and nothing a reader sees
+ *     besides the value: sempid and otime stay exactly as the supervisor keeps them, because
+ *     an operation that would change them is the supervisor's (A2). So readers (GETPID,
+ *     IPC_STAT) need not look at the storage, and a process's first operation after another
+ *     process's, or in a new second, costs one trapped call. The clock is read while the
+ *     word is held, as the kernel reads it while it holds the semaphore's lock.
+ *   - The ERANGE check needs the whole semadj, and part of it is in the supervisor's list:
+ *     hence copy[i]. A copy that a program overwrote misleads only its own range checks.
+ *   - Published facts are read-only to programs: a forged tag or otime would let one process
+ *     hide another's operations from sempid and otime, which no system call can do.
  *   - What a process that can write the storage can do with it: set any value, corrupt its own
  *     semadj, make others' fast operations fail, or make one vanish (a forged word with SLOW
  *     clear while the supervisor holds it). With alter permission it could do the same with
- *     SETVAL. Everything the supervisor reads from shared memory is clamped (value to SEMVMX,
- *     semadj to SEMAEM) and range-checked (slots). It never waits for a word to change, and
- *     never loops on one more than a fixed number of times.
+ *     SETVAL. Everything the supervisor reads from shared memory is clamped (value to SEMVMX)
+ *     or range-checked (slots, semadj entries are 16 bits). It never waits for a word to
+ *     change, and never loops on one more than a fixed number of times.
+ *   - Mappings are not inherited: the library maps with MADV_DONTFORK, so a child (which has
+ *     no undo list of its own yet) never writes its parent's page; exec drops them anyway.
  *
  * THE MODEL
  *   One semaphore, starting at 1, used as a lock with SEM_UNDO: each thread locks (-1) and
@@ -121,10 +156,16 @@
  *      call waits on a word the supervisor holds, for a value that does not let it through;
  *    - no hang: a call never answered, or a supervisor waiting on memory, is an invalid end
  *      state. The supervisor's statements never wait on shared memory;
- *    - with REVOKE: whatever process 2 writes after losing access changes nothing.
+ *    - with REVOKE: whatever process 2 writes after losing access changes nothing;
+ *    - with SEMPID: sempid is kept by the supervisor and published as tag; a fast operation
+ *      goes ahead only on its own process's tag. A monitor checks that whenever the
+ *      supervisor is between operations, its sempid names the process whose operation came
+ *      last (a ghost set at each linearization point: A5, a served or woken call, an exit
+ *      that applies a semadj, SETVAL).
  *   Not modelled: several semaphores and sops (fast operations are one sop on one semaphore;
- *   the others go to the supervisor), semadj ranges (ERANGE), and sempid and otime, which are
- *   not about losing a value.
+ *   the others go to the supervisor), semadj ranges (ERANGE: copy[i] is written and read
+ *   under the word, like entry[i]; tests/25 checks the edges against the kernel's rule), and
+ *   otime, which the same gate as sempid keeps (a monotonic value instead of a tag).
  *
  * Variants (spin -D...), each expected to fail:
  *  BUG_NOPENDING   no pending record (A3): a kill between A4 and A5 leaves an entry for an
@@ -137,6 +178,7 @@
  *  BUG_FREEZE      freeze reads the entry alone, not pending (with REVOKE)
  *  BUG_NOMOVE      revoke does not move the storage (with REVOKE)
  *  BUG_EPOCH       no E1/E2: a fast operation on the old storage counts as done (with REVOKE)
+ *  BUG_NOTAG       A2 ignores tag (with SEMPID): a fast operation leaves sempid naming another
  */
 
 #ifndef ROUNDS
@@ -176,11 +218,22 @@
 
 #define SEMVMX 3
 
+/* SEMPID: who operated last, kept by the supervisor and by a ghost, and compared by a monitor. */
+#ifdef SEMPID
+#define OPERATED(q) e_pid = q; last_pid = q
+#define FAST_OPERATED(q) last_pid = q
+#else
+#define OPERATED(q) skip
+#define FAST_OPERATED(q) skip
+#endif
+
 /* Storage: index 0 is the set's first, 1 where a revocation moves it. */
 byte w_val[2];
 bit w_slow[2];
 byte w_own[2];       /* 0, or the thread whose fast operation holds the word */
-byte w_gen[2];
+/* What the supervisor publishes with each storage, read-only to the processes. */
+byte pub_gen[2];
+byte pub_tag[2];     /* SEMPID: the process that is sempid, 0 for none */
 
 /* Private pages, one per process (index 0 unused); the pending records, one per thread. */
 byte u_gen[3];
@@ -195,6 +248,7 @@ byte cur;            /* the live storage */
 bit held;            /* it holds the live word */
 byte e_val;          /* the value while it holds the word */
 byte e_gen;
+byte e_pid;          /* sempid: a process, 3 for an unmodelled caller, 0 for none yet */
 short e_adj[3];      /* semadj of slow operations, and of a frozen private page */
 bit frozen[3];       /* the private page is not read any more */
 bit access[3];
@@ -221,6 +275,7 @@ byte mapepoch[3];    /* the epoch of its mapping */
 
 /* ghosts */
 byte C = 1;          /* the value every semadj adds up to: the start, or the last SETVAL */
+byte last_pid;       /* the process whose operation on the semaphore came last */
 bit busy;            /* the supervisor is in the middle of an operation (holds the set's lock) */
 byte kills;
 byte final_value;
@@ -264,7 +319,7 @@ inline sem_op(d)
 	atomic {
 		if
 		:: !w_slow[m] && w_own[m] == 0 && w_val[m] + d >= 0 && w_val[m] + d <= SEMVMX ->
-			w_own[m] = t; g = w_gen[m]; ok = 1
+			w_own[m] = t; ok = 1
 		:: else -> ok = 0
 		fi
 	};
@@ -279,10 +334,24 @@ inline sem_op(d)
 	:: else -> skip
 	fi;
 #endif
+#if defined(SEMPID) && !defined(BUG_NOTAG)
+	/* A2, first part: an operation that would change sempid is the supervisor's */
+	if
+	:: ok && pub_tag[m] != p ->
+		atomic {
+			if
+			:: !w_slow[m] && w_own[m] == t -> w_own[m] = 0
+			:: else -> skip
+			fi
+		};
+		ok = 0
+	:: else -> skip
+	fi;
+#endif
 	if
 	:: ok ->
-		/* A2 */
-		d_step { o_gen = u_gen[p]; o_adj = u_adj[p] };
+		/* A2: stable while the word is held */
+		d_step { g = pub_gen[m]; o_gen = u_gen[p]; o_adj = u_adj[p] };
 		maybe_die();
 #ifndef BUG_NOPENDING
 		/* A3 */
@@ -295,7 +364,8 @@ inline sem_op(d)
 		/* A5 */
 		atomic {
 			if
-			:: !w_slow[m] && w_own[m] == t -> w_val[m] = w_val[m] + d; w_own[m] = 0; ok = 1
+			:: !w_slow[m] && w_own[m] == t ->
+				w_val[m] = w_val[m] + d; w_own[m] = 0; FAST_OPERATED(p); ok = 1
 			:: else -> ok = 0
 			fi
 		};
@@ -356,7 +426,7 @@ hostile:
 				if :: w_val[m] = 0 :: w_val[m] = SEMVMX fi;
 				if :: w_slow[m] = 0 :: w_slow[m] = 1 fi;
 				if :: w_own[m] = 0 :: w_own[m] = 1 :: w_own[m] = NT fi;
-				if :: u_gen[p] = w_gen[m] :: skip fi;
+				if :: u_gen[p] = pub_gen[m] :: skip fi;
 				if :: u_adj[p] = -SEMVMX :: u_adj[p] = SEMVMX fi;
 				if :: p_seq[t] = 0 :: p_seq[t] = 1 fi;
 				if :: p_adj[t] = -SEMVMX :: p_adj[t] = SEMVMX fi
@@ -378,7 +448,6 @@ inline take()
 		atomic {
 			w_slow[cur] = 1;
 			e_val = (w_val[cur] > SEMVMX -> SEMVMX : w_val[cur]);
-			e_gen = w_gen[cur];
 			if
 #ifdef BUG_PEEK
 			:: w_own[cur] >= 1 && w_own[cur] <= NT && (p_seq[w_own[cur]] & 1) ->
@@ -412,7 +481,10 @@ inline give()
 #else
 	:: held && NONE_DOOMED && NONE_PARKED ->
 #endif
-		atomic { w_val[cur] = e_val; w_gen[cur] = e_gen; w_own[cur] = 0; w_slow[cur] = 0 };
+		atomic {
+			pub_gen[cur] = e_gen; pub_tag[cur] = e_pid;
+			w_val[cur] = e_val; w_own[cur] = 0; w_slow[cur] = 0
+		};
 		held = 0
 	:: else -> skip
 	fi
@@ -436,6 +508,7 @@ inline wake_one(u)
 	if
 	:: parked[u] != 0 && e_val + parked[u] >= 0 ->
 		e_val = e_val + parked[u]; e_adj[PROC(u)] = e_adj[PROC(u)] - parked[u]; parked[u] = 0;
+		OPERATED(PROC(u));
 		remap(PROC(u));
 		ans[u] = DONE
 	:: else -> skip
@@ -473,6 +546,7 @@ inline serve(u)
 	:: d != ASK && !access[PROC(u)] -> ans[u] = REFUSED
 	:: d != ASK && access[PROC(u)] && e_val + d >= 0 && e_val + d <= SEMVMX ->
 		e_val = e_val + d; e_adj[PROC(u)] = e_adj[PROC(u)] - d;
+		OPERATED(PROC(u));
 		remap(PROC(u));
 		ans[u] = DONE
 	:: else -> parked[u] = d
@@ -513,7 +587,7 @@ inline revoke()
 	freeze();
 	access[2] = 0;
 #ifndef BUG_NOMOVE
-	atomic { cur = 1; w_val[1] = e_val; w_gen[1] = e_gen; w_own[1] = 0; w_slow[1] = 1 };
+	atomic { cur = 1; w_val[1] = e_val; w_own[1] = 0; w_slow[1] = 1 };
 #endif
 	give()
 }
@@ -551,6 +625,10 @@ inline reap(q)
 	/* Conservation: applying the semadj never needs clamping. */
 	assert(e_val + e_adj[q] >= 0 && e_val + e_adj[q] <= SEMVMX);
 	e_val = e_val + e_adj[q];
+	if
+	:: e_adj[q] != 0 -> OPERATED(q)	/* exit_sem() sets sempid */
+	:: else -> skip
+	fi;
 	e_adj[q] = 0;
 	wake();
 	give();
@@ -580,6 +658,7 @@ proctype supervisor()
 		e_gen++;
 #endif
 		e_val = 1; e_adj[1] = 0; e_adj[2] = 0; C = 1;
+		OPERATED(3);
 		wake();
 		give();
 		busy = 0
@@ -607,12 +686,21 @@ proctype monitor()
 end:	atomic { !busy && !ALL_WAIT_RIGHT -> assert(ALL_WAIT_RIGHT) }
 }
 
+/* sempid: whenever the supervisor is between operations, it names the last operator. */
+proctype pid_monitor()
+{
+end:	atomic { !busy && last_pid != e_pid -> assert(last_pid == e_pid) }
+}
+
 init
 {
 	byte u = 1;
 
 	atomic {
 		run monitor();
+#ifdef SEMPID
+		run pid_monitor();
+#endif
 		w_val[0] = 1;
 		access[1] = 1;
 		access[2] = 1;
