@@ -3,8 +3,8 @@
  * The fast path's protocol in C (server/engine/fastword.h), checked as its Promela model is
  * (server/engine/model/fastpath.pml), with real atomics and real threads. One semaphore, used
  * as a lock with SEM_UNDO, starts at 1. A small emulated supervisor does take, give, the slow
- * calls (IPC_NOWAIT: no parking here) and the exit of a process. It is a mutex and a few
- * fields, as the engine will be for one word.
+ * calls (IPC_NOWAIT: no parking here), what it publishes, and the exit of a process. It is a
+ * mutex and a few fields, as the engine will be for one word.
  *
  * - kill_at_each_step: an operation stopped before each of its steps, as a kill there would
  *   stop it. Then the process's exit runs, and the value must be back at 1.
@@ -12,6 +12,9 @@
  *   end FW_CALL if it had not reached A5, and FW_DONE if it had. Its call and exit must leave
  *   the value at 1.
  * - moved_storage: the two outcomes of the E2 question, one of them on a forged word.
+ * - sempid_and_otime: a fast operation never changes sempid or otime; one that would goes to
+ *   the supervisor, which records it as the kernel does.
+ * - semadj_range: the ERANGE edges on the whole semadj, against the kernel's rule.
  * - garbage: what the supervisor decodes from words a program wrote.
  * - stress: threads run lives of lock/unlock, each life a new process with a new page. A life
  *   is killed at a random step now and then. A supervisor thread takes and gives the word at
@@ -25,6 +28,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/fastword.h"
 #include "tests/lib/runner.h"
@@ -38,14 +42,28 @@ TestSuite(engine_fastword, .timeout = 60);
 struct sup {
 	pthread_mutex_t lock;
 	_Atomic uint64_t word;
+	struct fw_pub *pub;
 	bool held;
 	unsigned val;
 	uint32_t gen;
+	uint32_t sempid; /* the tag of the last operator: a page's, or 0 */
+	int64_t otime;
+	struct fw_page *page[MAX_PAGES];
 	int doomed_slot[MAX_PAGES]; /* per page: its doomed slot, or -1 */
 	int ndoomed;
+	uint32_t refresh_next;	 /* the page the next SETVAL refreshes */
 	int slow_adj[MAX_PAGES]; /* the engine's undo list of each page */
 	atomic_int clamped;	 /* exits that needed clamping: conservation broken */
 };
+
+/* The time the emulated programs read, and the supervisor stamps. */
+#define T0 1000 /* when a test starts */
+static _Atomic int64_t test_clock = T0;
+
+static int64_t read_test_clock(void)
+{
+	return atomic_load(&test_clock);
+}
 
 static void sup_init(struct sup *s, unsigned val)
 {
@@ -53,7 +71,16 @@ static void sup_init(struct sup *s, unsigned val)
 	pthread_mutex_init(&s->lock, NULL);
 	for (int i = 0; i < MAX_PAGES; i++)
 		s->doomed_slot[i] = -1;
-	atomic_store(&s->word, fw_word(val, false, 0, 0));
+	s->pub = calloc(1, sizeof(*s->pub) + sizeof(s->pub->sem[0]));
+	cr_assert_not_null(s->pub);
+	atomic_store(&test_clock, T0);
+	atomic_store(&s->word, fw_word(val, false, 0));
+}
+
+static void sup_fini(struct sup *s)
+{
+	free(s->pub);
+	pthread_mutex_destroy(&s->lock);
 }
 
 /* caller holds s->lock */
@@ -67,7 +94,6 @@ static void sup_take(struct sup *s)
 		return;
 	t = fw_take(&s->word);
 	s->val = t.val;
-	s->gen = t.gen;
 	s->held = true;
 	if (fw_owner_of(t.own, MAX_PAGES, &page, &slot) && s->doomed_slot[page] < 0) {
 		s->doomed_slot[page] = (int)slot;
@@ -79,9 +105,35 @@ static void sup_take(struct sup *s)
 static void sup_give(struct sup *s)
 {
 	if (s->held && s->ndoomed == 0) {
-		fw_give(&s->word, s->val, s->gen);
+		fw_publish(s->pub, 0, s->gen, s->sempid);
+		fw_publish_otime(s->pub, s->otime);
+		fw_give(&s->word, s->val);
 		s->held = false;
 	}
+}
+
+/* caller holds s->lock and the word: page's operation completed, as the kernel records it */
+static void sup_operated(struct sup *s, uint32_t page)
+{
+	int64_t now = atomic_load(&test_clock);
+
+	s->sempid = fw_tag(page);
+	if (now > s->otime)
+		s->otime = now;
+}
+
+/* caller holds s->lock and the word */
+static void sup_set_slow_adj(struct sup *s, uint32_t page, int adj)
+{
+	s->slow_adj[page] = adj;
+	if (s->page[page] != NULL)
+		fw_mirror(s->page[page], 0, adj, s->gen);
+}
+
+/* caller holds s->lock and the word: the semadj the kernel would check */
+static int sup_semadj(struct sup *s, uint32_t page)
+{
+	return s->slow_adj[page] + fw_entry_adj(atomic_load(&s->page[page]->adj[0].fast), s->gen);
 }
 
 /* caller holds s->lock: a call of page's thread ends its doomed operation, if any */
@@ -93,7 +145,7 @@ static void sup_resolve(struct sup *s, uint32_t page)
 	}
 }
 
-/* The trapped semop, with IPC_NOWAIT: 0 or -EAGAIN. */
+/* The trapped semop with SEM_UNDO and IPC_NOWAIT: 0, -EAGAIN or -ERANGE, as the kernel. */
 static int sup_call(struct sup *s, uint32_t page, int d)
 {
 	int rc = -EAGAIN;
@@ -101,9 +153,12 @@ static int sup_call(struct sup *s, uint32_t page, int d)
 	pthread_mutex_lock(&s->lock);
 	sup_take(s);
 	sup_resolve(s, page);
-	if ((int)s->val + d >= 0 && (int)s->val + d <= FW_SEMVMX) {
+	if (!fw_adj_ok(sup_semadj(s, page) - d)) {
+		rc = -ERANGE;
+	} else if ((int)s->val + d >= 0 && (int)s->val + d <= FW_SEMVMX) {
 		s->val = (unsigned)((int)s->val + d);
-		s->slow_adj[page] -= d;
+		sup_set_slow_adj(s, page, s->slow_adj[page] - d);
+		sup_operated(s, page);
 		rc = 0;
 	}
 	sup_give(s);
@@ -122,9 +177,28 @@ static bool sup_counted(struct sup *s, uint32_t page)
 	return counted;
 }
 
-/* The exit of the page's process: its undo applied. */
-static void sup_exit(struct sup *s, uint32_t page, struct fw_page *pg)
+/* A new process's page, index `page`; its copy of the slow list's semadj is written first. */
+static struct fw_page *sup_page_new(struct sup *s, uint32_t page)
 {
+	struct fw_page *pg = calloc(1, sizeof(*pg) + sizeof(pg->adj[0]));
+
+	cr_assert_not_null(pg);
+	pthread_mutex_lock(&s->lock);
+	sup_take(s);
+	s->page[page] = pg;
+	sup_set_slow_adj(s, page, s->slow_adj[page]);
+	sup_give(s);
+	pthread_mutex_unlock(&s->lock);
+	return pg;
+}
+
+/*
+ * The exit of the page's process: its undo applied, and its tag published no more, so that
+ * the index can be given again.
+ */
+static void sup_exit(struct sup *s, uint32_t page)
+{
+	struct fw_page *pg = s->page[page];
 	uint64_t e;
 	int adj, v;
 
@@ -134,14 +208,20 @@ static void sup_exit(struct sup *s, uint32_t page, struct fw_page *pg)
 	sup_resolve(s, page);
 	adj = s->slow_adj[page] + fw_entry_adj(e, s->gen);
 	s->slow_adj[page] = 0;
+	s->page[page] = NULL;
 	v = (int)s->val + adj;
 	if (v < 0 || v > FW_SEMVMX) {
 		atomic_fetch_add(&s->clamped, 1);
 		v = v < 0 ? 0 : FW_SEMVMX;
 	}
 	s->val = (unsigned)v;
+	if (adj != 0)
+		s->sempid = fw_tag(page); /* the kernel's exit_sem() sets sempid */
+	if (s->sempid == fw_tag(page))
+		s->sempid = 0; /* the pid stays; the engine keeps it, without a page */
 	sup_give(s);
 	pthread_mutex_unlock(&s->lock);
+	free(pg);
 }
 
 static unsigned sup_value(struct sup *s)
@@ -152,14 +232,6 @@ static unsigned sup_value(struct sup *s)
 	v = s->held ? s->val : fw_val(atomic_load(&s->word));
 	pthread_mutex_unlock(&s->lock);
 	return v;
-}
-
-static struct fw_page *page_new(unsigned nsems)
-{
-	struct fw_page *pg = calloc(1, sizeof(*pg) + nsems * sizeof(pg->entry[0]));
-
-	cr_assert_not_null(pg);
-	return pg;
 }
 
 /* One operation to its end, as the library will run it: DONE, or the call's result. */
@@ -176,18 +248,31 @@ static int op_run(struct sup *s, struct fw_op *op, uint32_t page, enum fw_result
 	return r == FW_DONE ? 0 : sup_call(s, page, op->d);
 }
 
-static struct fw_op op_for(struct sup *s, struct fw_page *pg, uint32_t page, int d)
+static struct fw_op op_for(struct sup *s, uint32_t page, int d)
 {
 	struct fw_op op = {
 		.word = &s->word,
-		.page = pg,
+		.pub = s->pub,
+		.page = s->page[page],
 		.owner = fw_owner(page, 0),
+		.tag = fw_tag(page),
+		.clock = read_test_clock,
 		.slot = 0,
 		.semnum = 0,
 		.d = d,
 		.undo = true,
 	};
 	return op;
+}
+
+/* As if page's process had made the last operation on the semaphore, through the trapped call. */
+static void sup_sempid(struct sup *s, uint32_t page)
+{
+	pthread_mutex_lock(&s->lock);
+	sup_take(s);
+	sup_operated(s, page);
+	sup_give(s);
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- one operation, stopped or taken before each step ---- */
@@ -217,25 +302,30 @@ Test(engine_fastword, kill_at_each_step)
 	for (int unlock = 0; unlock <= 1; unlock++) {
 		for (enum fw_step st = FW_AT_A1; st < FW_STEPS; st++) {
 			struct sup s;
-			struct fw_page *pg = page_new(1);
 			struct at a = { .step = st, .s = &s };
 			struct fw_op op;
+			enum fw_result how;
 
 			sup_init(&s, 1);
+			sup_page_new(&s, 0);
+			sup_sempid(&s, 0);
 			if (unlock) {
-				op = op_for(&s, pg, 0, -1);
-				cr_assert_eq(op_run(&s, &op, 0, NULL), 0);
+				op = op_for(&s, 0, -1);
+				cr_assert_eq(op_run(&s, &op, 0, &how), 0);
+				cr_assert_eq(how, FW_DONE);
 			}
-			op = op_for(&s, pg, 0, unlock ? 1 : -1);
+			op = op_for(&s, 0, unlock ? 1 : -1);
 			op.hook = at_step;
 			op.hook_arg = &a;
-			op_run(&s, &op, 0, NULL);
-			sup_exit(&s, 0, pg);
+			op_run(&s, &op, 0, &how);
+			if (st != FW_AT_RESTORE) /* reached only by an operation undone */
+				cr_assert_eq(how, FW_STOPPED, "step %d was not reached", st);
+			sup_exit(&s, 0);
 			cr_assert_eq(sup_value(&s), 1, "%s stopped before step %d: value %u",
 				     unlock ? "unlock" : "lock", st, sup_value(&s));
 			cr_assert_eq(atomic_load(&s.clamped), 0);
 			cr_assert(!fw_slow(atomic_load(&s.word)), "the word is still held");
-			free(pg);
+			sup_fini(&s);
 		}
 	}
 }
@@ -244,13 +334,15 @@ Test(engine_fastword, take_at_each_step)
 {
 	for (enum fw_step st = FW_AT_A1; st <= FW_AT_A6; st++) {
 		struct sup s;
-		struct fw_page *pg = page_new(1);
 		struct at a = { .step = st, .s = &s, .take = true };
+		struct fw_page *pg;
 		struct fw_op op;
 		enum fw_result how;
 
 		sup_init(&s, 1);
-		op = op_for(&s, pg, 0, -1);
+		pg = sup_page_new(&s, 0);
+		sup_sempid(&s, 0);
+		op = op_for(&s, 0, -1);
 		op.hook = at_step;
 		op.hook_arg = &a;
 		cr_assert_eq(op_run(&s, &op, 0, &how), 0);
@@ -258,11 +350,12 @@ Test(engine_fastword, take_at_each_step)
 			     st, how);
 		cr_assert_eq(sup_value(&s), 0);
 		/* the lock is held exactly once: by the entry or by the slow list */
-		cr_assert_eq(fw_entry_adj(atomic_load(&pg->entry[0]), s.gen) + s.slow_adj[0], 1);
+		cr_assert_eq(fw_entry_adj(atomic_load(&pg->adj[0].fast), s.gen) + s.slow_adj[0], 1);
+		cr_assert_eq(fw_copy_adj(atomic_load(&pg->adj[0].slow), s.gen), s.slow_adj[0]);
 		cr_assert(!fw_pending_valid(atomic_load(&pg->pending[0])));
-		sup_exit(&s, 0, pg);
+		sup_exit(&s, 0);
 		cr_assert_eq(sup_value(&s), 1);
-		free(pg);
+		sup_fini(&s);
 	}
 }
 
@@ -303,12 +396,13 @@ Test(engine_fastword, moved_storage)
 {
 	for (int forged = 0; forged <= 1; forged++) {
 		struct sup s;
-		struct fw_page *pg = page_new(1);
-		struct forge f = { .s = &s, .pg = pg, .forge = forged };
+		struct forge f = { .s = &s, .forge = forged };
 		struct fw_op op;
 
 		sup_init(&s, 1);
-		op = op_for(&s, pg, 0, -1);
+		f.pg = sup_page_new(&s, 0);
+		sup_sempid(&s, 0);
+		op = op_for(&s, 0, -1);
 		op.hook = forged ? move_at_a5 : move_at_e2;
 		op.hook_arg = &f;
 		cr_assert_eq(fw_try(&op), FW_ASK);
@@ -316,18 +410,252 @@ Test(engine_fastword, moved_storage)
 			/* the A5 landed on a word the supervisor had taken: it must not count */
 			cr_assert(!sup_counted(&s, 0));
 			cr_assert_eq(fw_abandon(&op), FW_CALL);
-			cr_assert_eq(atomic_load(&pg->entry[0]), op.old_entry);
+			cr_assert_eq(atomic_load(&f.pg->adj[0].fast), op.old_entry);
 			cr_assert_eq(sup_call(&s, 0, -1), 0);
 		} else {
 			cr_assert(sup_counted(&s, 0));
 			fw_finish(&op);
 		}
-		cr_assert(!fw_pending_valid(atomic_load(&pg->pending[0])));
+		cr_assert(!fw_pending_valid(atomic_load(&f.pg->pending[0])));
 		cr_assert_eq(sup_value(&s), 0);
-		sup_exit(&s, 0, pg);
+		sup_exit(&s, 0);
 		cr_assert_eq(sup_value(&s), 1, "forged %d", forged);
-		free(pg);
+		sup_fini(&s);
 	}
+}
+
+/*
+ * A fast operation that would not change the value and the semadj alone is the trapped call's:
+ * it leaves the word free and as it was, and writes nothing into the page.
+ */
+static void assert_untouched(struct sup *s, struct fw_page *pg, uint64_t word, uint64_t entry)
+{
+	cr_assert_eq(atomic_load(&s->word), word, "the word changed: %#llx",
+		     (unsigned long long)atomic_load(&s->word));
+	cr_assert_eq(atomic_load(&pg->adj[0].fast), entry);
+	cr_assert(!fw_pending_valid(atomic_load(&pg->pending[0])));
+}
+
+/*
+ * sempid and otime, as the kernel keeps them: the fast path takes an operation only when it
+ * would change neither. Another process's operation, or a new second, goes to the supervisor,
+ * which records it; the next operation of the same process in the same second is fast.
+ */
+Test(engine_fastword, sempid_and_otime)
+{
+	struct sup s;
+	struct fw_page *pg[2];
+	struct fw_op op;
+	enum fw_result how;
+
+	sup_init(&s, 5);
+	pg[0] = sup_page_new(&s, 0);
+	pg[1] = sup_page_new(&s, 1);
+	cr_assert_eq(s.sempid, 0);
+
+	/* nobody has operated: sempid is 0 and otime too, both changed by the first operation */
+	op = op_for(&s, 0, -1);
+	cr_assert_eq(fw_try(&op), FW_CALL);
+	assert_untouched(&s, pg[0], fw_word(5, false, 0), 0);
+	cr_assert_eq(sup_call(&s, 0, -1), 0);
+	cr_assert_eq(s.sempid, fw_tag(0));
+	cr_assert_eq(s.otime, T0);
+
+	op = op_for(&s, 0, -1);
+	cr_assert_eq(op_run(&s, &op, 0, &how), 0);
+	cr_assert_eq(how, FW_DONE, "same process, same second");
+	cr_assert_eq(sup_value(&s), 3);
+
+	/* another process: sempid changes */
+	op = op_for(&s, 1, 1);
+	cr_assert_eq(fw_try(&op), FW_CALL);
+	assert_untouched(&s, pg[1], fw_word(3, false, 0), 0);
+	cr_assert_eq(sup_call(&s, 1, 1), 0);
+	cr_assert_eq(s.sempid, fw_tag(1));
+	op = op_for(&s, 1, 1);
+	cr_assert_eq(op_run(&s, &op, 1, &how), 0);
+	cr_assert_eq(how, FW_DONE);
+
+	/* the next second: otime changes */
+	atomic_store(&test_clock, T0 + 1);
+	op = op_for(&s, 1, 1);
+	cr_assert_eq(fw_try(&op), FW_CALL);
+	cr_assert_eq(s.otime, T0);
+	cr_assert_eq(sup_call(&s, 1, 1), 0);
+	cr_assert_eq(s.otime, T0 + 1);
+
+	/* a clock set back: otime only moves forward, so the operation changes nothing */
+	atomic_store(&test_clock, T0 - 50);
+	op = op_for(&s, 1, -1);
+	cr_assert_eq(op_run(&s, &op, 1, &how), 0);
+	cr_assert_eq(how, FW_DONE);
+	cr_assert_eq(s.otime, T0 + 1);
+	cr_assert_eq(sup_value(&s), 5);
+
+	/*
+	 * Page 1's process exits with a semadj (-2): exit_sem() makes it sempid, and its index is
+	 * given to a new process. The new one's first operation must change sempid.
+	 */
+	sup_exit(&s, 1);
+	cr_assert_eq(sup_value(&s), 3);
+	cr_assert_eq(fw_pub_tag(atomic_load(&s.pub->sem[0])), 0, "a dead page's tag is published");
+	pg[1] = sup_page_new(&s, 1);
+	op = op_for(&s, 1, 1);
+	cr_assert_eq(fw_try(&op), FW_CALL);
+	cr_assert_eq(sup_call(&s, 1, 1), 0);
+	cr_assert_eq(s.sempid, fw_tag(1));
+
+	sup_exit(&s, 1);
+	sup_exit(&s, 0);
+	cr_assert_eq(sup_value(&s), 5);
+	sup_fini(&s);
+}
+
+/* SETVAL by a process without a page: the value, a new generation, one page refreshed. */
+static void sup_setval(struct sup *s, unsigned val, uint32_t npages)
+{
+	pthread_mutex_lock(&s->lock);
+	sup_take(s);
+	s->val = val;
+	s->gen = (s->gen + 1) & FW_GEN_MASK;
+	for (uint32_t p = 0; p < npages; p++)
+		s->slow_adj[p] = 0;
+	fw_refresh(s->page[s->refresh_next++ % npages], 0, s->gen);
+	s->sempid = 0;
+	sup_give(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * The generation wraps after 2^24 SETVALs: an entry written 2^24 generations ago must not
+ * count again. Three pages hold a semadj of 5 (entry) and 7 (copy) under generation G; after
+ * a SETVAL they count 0. Then the generation is set to just before G, as 2^24 - 1 more SETVALs
+ * would leave it, and one more brings G back: nothing may count.
+ */
+Test(engine_fastword, generation_wrap)
+{
+	enum {
+		PAGES = 3
+	};
+	const uint32_t g = FW_GEN_MASK - 1;
+	struct sup s;
+
+	sup_init(&s, 100);
+	s.gen = g;
+	for (uint32_t p = 0; p < PAGES; p++) {
+		sup_page_new(&s, p);
+		atomic_store(&s.page[p]->adj[0].fast, fw_entry(5, g));
+		fw_mirror(s.page[p], 0, 7, g);
+	}
+	for (int i = 0; i < PAGES; i++)
+		sup_setval(&s, 100, PAGES);
+	for (uint32_t p = 0; p < PAGES; p++) {
+		cr_assert_eq(fw_entry_adj(atomic_load(&s.page[p]->adj[0].fast), s.gen), 0);
+		cr_assert(fw_entry_gen(atomic_load(&s.page[p]->adj[0].fast)) != g,
+			  "page %u was not refreshed", p);
+	}
+	s.gen = (g - 1) & FW_GEN_MASK;
+	sup_setval(&s, 100, PAGES);
+	cr_assert_eq(s.gen, g);
+	for (uint32_t p = 0; p < PAGES; p++) {
+		struct fw_adj *a = &s.page[p]->adj[0];
+
+		cr_assert_eq(fw_entry_adj(atomic_load(&a->fast), g), 0,
+			     "page %u: an old entry counts", p);
+		cr_assert_eq(fw_copy_adj(atomic_load(&a->slow), g), 0,
+			     "page %u: an old copy counts", p);
+	}
+	for (uint32_t p = 0; p < PAGES; p++)
+		sup_exit(&s, p);
+	cr_assert_eq(sup_value(&s), 100);
+	sup_fini(&s);
+}
+
+/* Without a test clock, the seconds of CLOCK_REALTIME, which time() reads too. */
+Test(engine_fastword, real_clock)
+{
+	struct fw_op op = { .clock = NULL };
+	int64_t before = time(NULL), now = fw_now(&op), after = time(NULL);
+
+	/* the coarse clock is behind the precise one by at most a tick */
+	cr_assert(now >= before - 1 && now <= after, "%lld not in [%lld, %lld]", (long long)now,
+		  (long long)before - 1, (long long)after);
+}
+
+/*
+ * One operation with SEM_UNDO, sem_op d, by a process whose semadj is `slow` in the
+ * supervisor's list plus `fast` in its entry, run as the library runs it. Returns the call's
+ * result; *how says whether the fast path took it. The value and the semadj after it must be
+ * what that result says.
+ */
+static int range_case(int slow, int fast, int d, enum fw_result *how)
+{
+	unsigned v = d < 0 ? FW_SEMVMX : 0;
+	struct sup s;
+	struct fw_page *pg;
+	struct fw_op op;
+	int rc;
+
+	sup_init(&s, v);
+	pg = sup_page_new(&s, 0);
+	sup_sempid(&s, 0);
+	pthread_mutex_lock(&s.lock);
+	sup_take(&s);
+	sup_set_slow_adj(&s, 0, slow);
+	atomic_store(&pg->adj[0].fast, fw_entry(fast, s.gen));
+	sup_give(&s);
+	pthread_mutex_unlock(&s.lock);
+
+	op = op_for(&s, 0, d);
+	rc = op_run(&s, &op, 0, how);
+	cr_assert_eq(sup_value(&s), rc == 0 ? v + (unsigned)d : v);
+	pthread_mutex_lock(&s.lock);
+	sup_take(&s);
+	cr_assert_eq(sup_semadj(&s, 0), rc == 0 ? slow + fast - d : slow + fast);
+	/* no undo at exit: only the range is tested here */
+	sup_set_slow_adj(&s, 0, 0);
+	atomic_store(&pg->adj[0].fast, 0);
+	sup_give(&s);
+	pthread_mutex_unlock(&s.lock);
+	sup_exit(&s, 0);
+	sup_fini(&s);
+	return rc;
+}
+
+/*
+ * The kernel's ERANGE: semadj - sem_op outside [-32768, 32767], on the whole semadj (the slow
+ * list's part and the fast entry). Every combination at and around the edges; the result
+ * must be the kernel's, and a fast operation must never take one the kernel refuses.
+ */
+Test(engine_fastword, semadj_range)
+{
+	static const int fasts[] = { -32768, -32767, -20000, -1, 0, 1, 20000, 32766, 32767 };
+	static const int slows[] = { -65535, -40000, -32768, -1, 0, 1, 32767, 40000, 65535 };
+	static const int ds[] = { -32767, -2, -1, 1, 2, 32767 };
+	int cases = 0, fast = 0, erange = 0;
+
+	for (size_t f = 0; f < sizeof(fasts) / sizeof(fasts[0]); f++) {
+		for (size_t l = 0; l < sizeof(slows) / sizeof(slows[0]); l++) {
+			int whole = fasts[f] + slows[l];
+
+			if (!fw_adj_ok(whole))
+				continue; /* no process has such a semadj */
+			for (size_t k = 0; k < sizeof(ds) / sizeof(ds[0]); k++) {
+				int want = fw_adj_ok(whole - ds[k]) ? 0 : -ERANGE;
+				enum fw_result how;
+				int rc = range_case(slows[l], fasts[f], ds[k], &how);
+
+				cr_assert_eq(rc, want, "semadj %d + %d, sem_op %d: %d, not %d",
+					     slows[l], fasts[f], ds[k], rc, want);
+				cases++;
+				fast += how == FW_DONE;
+				erange += rc == -ERANGE;
+			}
+		}
+	}
+	/* both ways were taken, and refusals happened */
+	cr_assert(fast > 0 && fast < cases && erange > 0, "%d cases, %d fast, %d ERANGE", cases,
+		  fast, erange);
 }
 
 Test(engine_fastword, garbage)
@@ -336,19 +664,24 @@ Test(engine_fastword, garbage)
 	struct fw_taken t = fw_take(&w);
 	uint32_t page;
 	unsigned slot;
-	struct fw_page *pg = page_new(2);
+	struct fw_page *pg = calloc(1, sizeof(*pg) + 2 * sizeof(pg->adj[0]));
 
+	cr_assert_not_null(pg);
 	cr_assert_eq(t.val, FW_SEMVMX);
 	cr_assert(t.was_slow);
 	cr_assert(!fw_owner_of(t.own, 4, &page, &slot), "owner %u is no page's", t.own);
 	cr_assert(!fw_owner_of(0, 4, &page, &slot));
 	cr_assert(fw_owner_of(fw_owner(3, 63), 4, &page, &slot) && page == 3 && slot == 63);
-	cr_assert_eq(fw_entry_adj(fw_entry(-32768, 5), 5), -FW_SEMAEM);
+	cr_assert_eq(fw_entry_adj(fw_entry(-32768, 5), 5), -32768);
+	cr_assert_eq(fw_entry_adj(fw_entry(32767, 5), 5), 32767);
 	cr_assert_eq(fw_entry_adj(fw_entry(-7, 5), 5), -7);
 	cr_assert_eq(fw_entry_adj(fw_entry(-7, 5), 6), 0, "an older generation counts as 0");
+	cr_assert_eq(fw_copy_adj(fw_copy(-65535, 5), 5), -65535);
+	cr_assert_eq(fw_copy_adj(fw_copy(65535, FW_GEN_MASK), FW_GEN_MASK), 65535);
+	cr_assert_eq(fw_copy_adj(fw_copy(7, 5), 6), 0);
 
 	/* a pending record for another semaphore, or out of range, is not used */
-	atomic_store(&pg->entry[1], fw_entry(2, 0));
+	atomic_store(&pg->adj[1].fast, fw_entry(2, 0));
 	atomic_store(&pg->pending[5], fw_pending(1, 0, fw_entry(9, 0)));
 	cr_assert_eq(fw_settled_entry(pg, 1, 5), fw_entry(2, 0));
 	cr_assert_eq(fw_settled_entry(pg, 1, 64), fw_entry(2, 0));
@@ -367,6 +700,7 @@ struct stress {
 	atomic_int inside;  /* threads in the critical section */
 	atomic_int overlap; /* times two were */
 	atomic_uint next_page;
+	atomic_int fast; /* operations the fast path completed */
 	atomic_bool stop;
 	int lives;
 	int ops_per_life;
@@ -387,17 +721,20 @@ static int maybe_kill(void *arg, enum fw_step step)
 }
 
 /* sem_op d to its end, retrying while the lock is held elsewhere: 0, or -EINTR when killed. */
-static int life_op(struct life *l, struct fw_page *pg, uint32_t page, int d)
+static int life_op(struct life *l, uint32_t page, int d)
 {
 	struct fw_op op;
+	enum fw_result how;
 	int rc;
 
 	do {
-		op = op_for(&l->st->s, pg, page, d);
+		op = op_for(&l->st->s, page, d);
 		op.hook = maybe_kill;
 		op.hook_arg = l;
-		rc = op_run(&l->st->s, &op, page, NULL);
+		rc = op_run(&l->st->s, &op, page, &how);
 	} while (rc == -EAGAIN);
+	if (how == FW_DONE)
+		atomic_fetch_add(&l->st->fast, 1);
 	return rc;
 }
 
@@ -408,20 +745,19 @@ static void *stress_thread(void *arg)
 
 	for (int life = 0; life < st->lives; life++) {
 		uint32_t page = atomic_fetch_add(&st->next_page, 1);
-		struct fw_page *pg = page_new(1);
 
+		sup_page_new(&st->s, page);
 		for (int i = 0; i < st->ops_per_life; i++) {
-			if (life_op(l, pg, page, -1) < 0)
+			if (life_op(l, page, -1) < 0)
 				break;
 			if (atomic_fetch_add(&st->inside, 1) != 0)
 				atomic_fetch_add(&st->overlap, 1);
 			atomic_fetch_sub(&st->inside, 1);
-			if (life_op(l, pg, page, 1) < 0)
+			if (life_op(l, page, 1) < 0)
 				break;
 		}
 		/* killed, or done: the process exits either way */
-		sup_exit(&st->s, page, pg);
-		free(pg);
+		sup_exit(&st->s, page);
 	}
 	return NULL;
 }
@@ -471,4 +807,6 @@ Test(engine_fastword, stress)
 	cr_assert_eq(sup_value(&st.s), 1, "the value is %u after every process exited",
 		     sup_value(&st.s));
 	cr_assert_eq(st.s.ndoomed, 0);
+	cr_assert_gt(atomic_load(&st.fast), 0, "no operation took the fast path");
+	sup_fini(&st.s);
 }

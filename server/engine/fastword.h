@@ -6,11 +6,15 @@
  *
  * Header-only, and calling nothing else in semvisor. The program's side (fw_try, fw_finish,
  * fw_abandon) runs in the preloaded library, which links none of the engine. The supervisor's
- * side (fw_take, fw_give, fw_settled_entry, fw_frozen_entry) runs under the set's lock.
+ * side (fw_take, fw_give, fw_publish, fw_mirror, fw_settled_entry, fw_frozen_entry) runs under
+ * the set's lock.
  *
- * Every word here is in memory a program can write. So every field the supervisor decodes is
- * clamped or range-checked by the function that decodes it, or by its caller where it says
- * so. No function waits for a word to change, and every loop is bounded. All atomics are
+ * Three kinds of memory: the set's words, which every process with fast access maps writable;
+ * what the supervisor publishes (struct fw_pub), which they map read-only; and each process's
+ * private page (struct fw_page). The supervisor reads only the words and the private pages, and
+ * a program can write anything into both. So every field the supervisor decodes is clamped or
+ * range-checked by the function that decodes it, or by its caller where it says so. No
+ * function waits for a word to change, and every loop is bounded. All atomics are
  * sequentially consistent: the model assumes it, and each step is one atomic access.
  */
 #ifndef SV_ENGINE_FASTWORD_H
@@ -19,24 +23,27 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
-#define FW_SEMVMX 32767 /* the kernel's SEMVMX and SEMAEM */
-#define FW_SEMAEM 32767
+#define FW_SEMVMX 32767 /* the kernel's SEMVMX */
+/* A semadj stays in [-SEMAEM - 1, SEMAEM], as the kernel checks it: exactly an int16_t. */
+#define FW_ADJ_MIN (-32768)
+#define FW_ADJ_MAX 32767
 
 /*
  * A semaphore's word in the set's storage:
  *   bits  0-15  the value, while SLOW is clear
  *   bit   16    SLOW: the supervisor holds the word
  *   bits 17-39  the owner of a fast operation holding the word, 0 for none (fw_owner)
- *   bits 40-63  the SETVAL generation
+ *   bits 40-63  0; the supervisor ignores them
  */
 #define FW_VAL_MASK  UINT64_C(0xffff)
 #define FW_SLOW	     (UINT64_C(1) << 16)
 #define FW_OWN_SHIFT 17
 #define FW_OWN_MAX   ((UINT32_C(1) << 23) - 1)
 #define FW_OWN_MASK  ((uint64_t)FW_OWN_MAX << FW_OWN_SHIFT)
-#define FW_GEN_SHIFT 40
 #define FW_GEN_MASK  ((UINT32_C(1) << 24) - 1)
+#define FW_TAG_MASK  ((UINT32_C(1) << 24) - 1)
 
 static inline unsigned fw_val(uint64_t w)
 {
@@ -53,21 +60,55 @@ static inline uint32_t fw_own(uint64_t w)
 	return (uint32_t)(w >> FW_OWN_SHIFT) & FW_OWN_MAX;
 }
 
-static inline uint32_t fw_gen(uint64_t w)
-{
-	return (uint32_t)(w >> FW_GEN_SHIFT) & FW_GEN_MASK;
-}
-
-static inline uint64_t fw_word(unsigned val, bool slow, uint32_t own, uint32_t gen)
+static inline uint64_t fw_word(unsigned val, bool slow, uint32_t own)
 {
 	return ((uint64_t)val & FW_VAL_MASK) | (slow ? FW_SLOW : 0) |
-	       ((uint64_t)(own & FW_OWN_MAX) << FW_OWN_SHIFT) |
-	       ((uint64_t)(gen & FW_GEN_MASK) << FW_GEN_SHIFT);
+	       ((uint64_t)(own & FW_OWN_MAX) << FW_OWN_SHIFT);
+}
+
+/*
+ * What the supervisor publishes about a set, in a sealed memfd (F_SEAL_FUTURE_WRITE) that
+ * programs map read-only, so that no program can forge it. A fast operation goes ahead only if
+ * it would change none of it: it changes the value and the caller's semadj, and nothing a
+ * reader sees besides.
+ *   otime    the set's sem_otime (seconds). It only moves forward (the engine keeps the
+ *            maximum), so an operation at a time `now` <= otime leaves it as it is.
+ *   sem[i]   bits 0-23: semaphore i's SETVAL generation; bits 24-47: the tag of its sempid,
+ *            the private page index + 1 of the process that is sempid, 0 for one without a
+ *            page. An operation by that process leaves sempid as it is.
+ * sem[i] is written only while the supervisor holds word i, so it is stable while a fast
+ * operation holds the word.
+ */
+struct fw_pub {
+	_Atomic int64_t otime;
+	_Atomic uint64_t sem[];
+};
+
+static inline uint64_t fw_pub_sem(uint32_t gen, uint32_t tag)
+{
+	return (uint64_t)(gen & FW_GEN_MASK) | ((uint64_t)(tag & FW_TAG_MASK) << 24);
+}
+
+static inline uint32_t fw_pub_gen(uint64_t p)
+{
+	return (uint32_t)p & FW_GEN_MASK;
+}
+
+static inline uint32_t fw_pub_tag(uint64_t p)
+{
+	return (uint32_t)(p >> 24) & FW_TAG_MASK;
+}
+
+/* The tag of private page `page`: what fw_pub_sem() publishes as its process's sempid. */
+static inline uint32_t fw_tag(uint32_t page)
+{
+	return page + 1;
 }
 
 /*
  * Owners: each private page of a set has an index (given by the supervisor, below FW_PAGES),
- * each thread in a fast operation a pending slot of that page (below FW_PENDING).
+ * each thread in a fast operation a pending slot of that page (below FW_PENDING). An index is
+ * given again only after no published tag names it (fw_tag).
  */
 #define FW_PENDING 64
 #define FW_PAGES   ((FW_OWN_MAX + 1) / FW_PENDING - 1)
@@ -89,8 +130,8 @@ static inline bool fw_owner_of(uint32_t own, uint32_t npages, uint32_t *page, un
 
 /*
  * A semadj entry in a private page: bits 0-15 the adjustment (two's complement), bits 16-39
- * the generation of the word when it was written. An entry of another generation counts as 0:
- * SETVAL clears every process's entry for the semaphore by bumping the word's generation.
+ * the semaphore's generation when it was written. An entry of another generation counts as 0:
+ * SETVAL clears every process's entries for the semaphore by bumping its generation.
  */
 static inline uint64_t fw_entry(int adj, uint32_t gen)
 {
@@ -107,14 +148,15 @@ static inline uint32_t fw_entry_gen(uint64_t e)
 	return (uint32_t)(e >> 16) & FW_GEN_MASK;
 }
 
-/* The semadj an entry stands for under generation `gen`, clamped to what SEMAEM allows. */
+/* The semadj an entry stands for under generation `gen`: in [FW_ADJ_MIN, FW_ADJ_MAX]. */
 static inline int fw_entry_adj(uint64_t e, uint32_t gen)
 {
-	int adj = fw_entry_raw(e);
+	return fw_entry_gen(e) == (gen & FW_GEN_MASK) ? fw_entry_raw(e) : 0;
+}
 
-	if (fw_entry_gen(e) != (gen & FW_GEN_MASK))
-		return 0;
-	return adj < -FW_SEMAEM ? -FW_SEMAEM : adj;
+static inline bool fw_adj_ok(int adj)
+{
+	return adj >= FW_ADJ_MIN && adj <= FW_ADJ_MAX;
 }
 
 /*
@@ -154,11 +196,39 @@ static inline uint64_t fw_pending_next(uint64_t p)
 	return (p & ~UINT64_C(0xff)) | ((p + 1) & 0xff);
 }
 
-/* A private page: one per (undo list, set), shared by its processes and the supervisor. */
+/*
+ * A process's semadj of one semaphore is the supervisor's undo list's plus the fast entry.
+ * `slow` is a copy of the first, for the fast operation's range check only: the supervisor
+ * writes it (while it holds the word) each time it changes its list, and never reads it back.
+ * As the whole stays in range, the list's part can reach +-65535: the copy has 32 bits for it
+ * (bits 0-31) and the generation in bits 32-55.
+ */
+struct fw_adj {
+	_Atomic uint64_t fast; /* an entry; written only by the holder of the word */
+	_Atomic uint64_t slow; /* a copy; written only by the supervisor */
+};
+
+static inline uint64_t fw_copy(int adj, uint32_t gen)
+{
+	return (uint64_t)(uint32_t)adj | ((uint64_t)(gen & FW_GEN_MASK) << 32);
+}
+
+/* The copy's semadj under generation `gen`; a program that wrote it only misleads itself. */
+static inline int fw_copy_adj(uint64_t c, uint32_t gen)
+{
+	return ((uint32_t)(c >> 32) & FW_GEN_MASK) == (gen & FW_GEN_MASK) ? (int32_t)(uint32_t)c
+									  : 0;
+}
+
+/*
+ * A private page: one per (process, set), shared only by the process's threads and the
+ * supervisor. A process that shares its undo list with another process (CLONE_SYSVSEM
+ * without CLONE_THREAD) gets none, so that a page, its tag and a sempid name one process.
+ */
 struct fw_page {
 	_Atomic uint64_t epoch; /* bumped by the supervisor when it moves the set's storage */
 	_Atomic uint64_t pending[FW_PENDING];
-	_Atomic uint64_t entry[]; /* one per semaphore of the set */
+	struct fw_adj adj[]; /* one per semaphore of the set */
 };
 
 /* ---- the program's side ----------------------------------------------------------------- */
@@ -191,9 +261,11 @@ enum fw_result {
  */
 struct fw_op {
 	_Atomic uint64_t *word;
+	struct fw_pub *pub; /* the set's, mapped read-only */
 	struct fw_page *page;
 	uint64_t map_epoch; /* the page's epoch when this storage was mapped */
 	uint32_t owner;	    /* fw_owner(page index, slot) */
+	uint32_t tag;	    /* fw_tag(page index) */
 	unsigned slot;
 	unsigned semnum;
 	int d;
@@ -201,6 +273,8 @@ struct fw_op {
 	/* tests only: nonzero from hook(hook_arg, step) stops the operation before that step */
 	int (*hook)(void *arg, enum fw_step step);
 	void *hook_arg;
+	/* tests only: the clock, in place of fw_now()'s */
+	int64_t (*clock)(void);
 	/* kept between fw_try() and fw_finish()/fw_abandon() */
 	uint64_t old_entry;
 };
@@ -211,6 +285,21 @@ struct fw_op {
 static inline bool fw_stop(struct fw_op *op, enum fw_step step)
 {
 	return op->hook != NULL && op->hook(op->hook_arg, step) != 0;
+}
+
+/*
+ * The time sem_otime would record, in seconds: the kernel stamps it from the same clock as
+ * CLOCK_REALTIME_COARSE (no system call: the vDSO answers).
+ */
+static inline int64_t fw_now(const struct fw_op *op)
+{
+	struct timespec ts;
+
+	if (op->clock != NULL)
+		return op->clock();
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &ts) != 0)
+		return INT64_MAX; /* no time: the trapped call stamps it */
+	return ts.tv_sec;
 }
 
 /* A6: the operation is over. */
@@ -227,7 +316,7 @@ static inline void fw_finish(struct fw_op *op)
 static inline enum fw_result fw_abandon(struct fw_op *op)
 {
 	if (op->undo) {
-		atomic_store(&op->page->entry[op->semnum], op->old_entry);
+		atomic_store(&op->page->adj[op->semnum].fast, op->old_entry);
 		if (fw_stop(op, FW_AT_RESTORE))
 			return FW_STOPPED;
 	}
@@ -235,10 +324,23 @@ static inline enum fw_result fw_abandon(struct fw_op *op)
 	return FW_CALL;
 }
 
+/*
+ * Gives back a word this operation holds and has not changed: the trapped call answers. If
+ * the supervisor took it meanwhile, the operation is doomed, and that call resolves it.
+ */
+static inline enum fw_result fw_release(struct fw_op *op, uint64_t held)
+{
+	uint64_t w = held;
+
+	atomic_compare_exchange_strong(op->word, &w, held & ~FW_OWN_MASK);
+	return FW_CALL;
+}
+
 static inline enum fw_result fw_try(struct fw_op *op)
 {
-	uint64_t w, held, applied;
-	int v, adj = 0;
+	uint64_t w, held, applied, pub;
+	uint32_t gen;
+	int v;
 
 	/* A1 */
 	for (int tries = 0;; tries++) {
@@ -261,22 +363,34 @@ static inline enum fw_result fw_try(struct fw_op *op)
 		return FW_STOPPED;
 	if (atomic_load(&op->page->epoch) != op->map_epoch)
 		return FW_CALL;
+	/*
+	 * A2: what the operation must leave as it is, and its semadj. All of it is stable while
+	 * the word is held, but otime, which only moves forward.
+	 */
+	if (fw_stop(op, FW_AT_A2))
+		return FW_STOPPED;
+	pub = atomic_load(&op->pub->sem[op->semnum]);
+	gen = fw_pub_gen(pub);
+	if (fw_pub_tag(pub) != op->tag || fw_now(op) > atomic_load(&op->pub->otime))
+		return fw_release(op, held); /* sempid or otime changes: the supervisor's */
 	if (op->undo) {
 		_Atomic uint64_t *p = &op->page->pending[op->slot];
+		struct fw_adj *a = &op->page->adj[op->semnum];
+		int fast, slow;
 		uint64_t seq;
 
-		/* A2: only the holder of the word writes its entry */
-		if (fw_stop(op, FW_AT_A2))
-			return FW_STOPPED;
-		op->old_entry = atomic_load(&op->page->entry[op->semnum]);
-		if (fw_entry_gen(op->old_entry) == fw_gen(held))
-			adj = fw_entry_raw(op->old_entry);
-		if (adj - op->d < -FW_SEMAEM || adj - op->d > FW_SEMAEM) {
-			/* ERANGE is the trapped call's to answer: give the word back unchanged */
-			w = held;
-			atomic_compare_exchange_strong(op->word, &w, held & ~FW_OWN_MASK);
-			return FW_CALL;
-		}
+		op->old_entry = atomic_load(&a->fast);
+		fast = fw_entry_adj(op->old_entry, gen) - op->d;
+		slow = fw_copy_adj(atomic_load(&a->slow), gen);
+		if (slow < FW_ADJ_MIN - FW_ADJ_MAX || slow > FW_ADJ_MAX - FW_ADJ_MIN)
+			return fw_release(op,
+					  held); /* a copy no list can have: the program wrote it */
+		/*
+		 * The kernel's ERANGE is about the whole semadj. An entry that would leave its 16 bits
+		 * while the whole stays in range is the trapped call's to apply, to the slow list.
+		 */
+		if (!fw_adj_ok(fast) || !fw_adj_ok(fast + slow))
+			return fw_release(op, held);
 		/* A3 */
 		if (fw_stop(op, FW_AT_A3))
 			return FW_STOPPED;
@@ -286,7 +400,7 @@ static inline enum fw_result fw_try(struct fw_op *op)
 		/* A4 */
 		if (fw_stop(op, FW_AT_A4))
 			return FW_STOPPED;
-		atomic_store(&op->page->entry[op->semnum], fw_entry(adj - op->d, fw_gen(held)));
+		atomic_store(&a->fast, fw_entry(fast, gen));
 	}
 	/* A5: the linearization point */
 	if (fw_stop(op, FW_AT_A5))
@@ -309,8 +423,7 @@ static inline enum fw_result fw_try(struct fw_op *op)
 /* ---- the supervisor's side (caller holds the set's lock) ------------------------------------- */
 
 struct fw_taken {
-	unsigned val; /* clamped to SEMVMX */
-	uint32_t gen;
+	unsigned val;  /* clamped to SEMVMX */
 	uint32_t own;  /* a doomed operation's owner, or 0; the caller range-checks it */
 	bool was_slow; /* SLOW was already set: the caller held the word, or a program wrote it */
 };
@@ -321,23 +434,65 @@ static inline struct fw_taken fw_take(_Atomic uint64_t *word)
 	uint64_t w = atomic_fetch_or(word, FW_SLOW);
 	struct fw_taken t = {
 		.val = fw_val(w) > FW_SEMVMX ? FW_SEMVMX : fw_val(w),
-		.gen = fw_gen(w),
 		.own = fw_own(w),
 		.was_slow = fw_slow(w),
 	};
 	return t;
 }
 
-/* give: only with nobody parked on the semaphore and no doomed operation unresolved. */
-static inline void fw_give(_Atomic uint64_t *word, unsigned val, uint32_t gen)
+/*
+ * give: only with nobody parked on the semaphore and no doomed operation unresolved, and
+ * after fw_publish() of what the operations since the take changed.
+ */
+static inline void fw_give(_Atomic uint64_t *word, unsigned val)
 {
-	atomic_store(word, fw_word(val, false, 0, gen));
+	atomic_store(word, fw_word(val, false, 0));
+}
+
+/* Caller holds word `semnum`: its generation and the tag of its sempid, for programs to read. */
+static inline void fw_publish(struct fw_pub *pub, unsigned semnum, uint32_t gen, uint32_t tag)
+{
+	atomic_store(&pub->sem[semnum], fw_pub_sem(gen, tag));
+}
+
+/* Any lock on the set: the set's otime, which only moves forward. */
+static inline void fw_publish_otime(struct fw_pub *pub, int64_t otime)
+{
+	atomic_store(&pub->otime, otime);
 }
 
 /*
- * The entry of semaphore `semnum` in the page of an undo list whose processes have all exited:
- * the entry, or the one before the doomed operation of pending slot `doomed_slot` (-1: none
- * doomed) when its record is valid and names this semaphore. A doomed operation never happened.
+ * Caller holds word `semnum`: the copy of its undo list's semadj for a fast operation's range
+ * check, written each time the list's value changes (and once when the page is made).
+ */
+static inline void fw_mirror(struct fw_page *pg, unsigned semnum, int adj, uint32_t gen)
+{
+	atomic_store(&pg->adj[semnum].slow, fw_copy(adj, gen));
+}
+
+/*
+ * Caller holds word `semnum` and has just bumped its generation (SETVAL, SETALL). The
+ * generation has 24 bits, so it comes back to an old number, and an entry or copy written
+ * under that number would count again. Each bump therefore refreshes one page in turn:
+ * entries and copies of another generation, which count as 0, are rewritten as 0 of this one.
+ * With fewer than FW_PAGES pages, none holds an entry older than FW_PAGES generations, far
+ * from the 2^24 of a wrap. A doomed operation of the page may write its entry meanwhile; it
+ * writes an entry it read after an earlier refresh, or the same 0 under this generation.
+ */
+static inline void fw_refresh(struct fw_page *pg, unsigned semnum, uint32_t gen)
+{
+	struct fw_adj *a = &pg->adj[semnum];
+	uint64_t e = atomic_load(&a->fast);
+
+	if (fw_entry_gen(e) != (gen & FW_GEN_MASK))
+		atomic_compare_exchange_strong(&a->fast, &e, fw_entry(0, gen));
+	atomic_store(&a->slow, fw_copy(0, gen)); /* the bump cleared every undo list's semadj */
+}
+
+/*
+ * The entry of semaphore `semnum` in the page of a process that has exited: the entry, or the
+ * one before the doomed operation of pending slot `doomed_slot` (-1: none doomed) when its
+ * record is valid and names this semaphore. A doomed operation never happened.
  */
 static inline uint64_t fw_settled_entry(struct fw_page *pg, unsigned semnum, int doomed_slot)
 {
@@ -348,7 +503,7 @@ static inline uint64_t fw_settled_entry(struct fw_page *pg, unsigned semnum, int
 		if (fw_pending_names(p, semnum))
 			return fw_pending_entry(p);
 	}
-	return atomic_load(&pg->entry[semnum]);
+	return atomic_load(&pg->adj[semnum].fast);
 }
 
 /*
@@ -360,15 +515,15 @@ static inline uint64_t fw_frozen_entry(struct fw_page *pg, unsigned semnum, int 
 	uint64_t s0, s1, e;
 
 	if (doomed_slot < 0 || doomed_slot >= FW_PENDING)
-		return atomic_load(&pg->entry[semnum]); /* nobody holds the word: stable */
+		return atomic_load(&pg->adj[semnum].fast); /* nobody holds the word: stable */
 	s0 = atomic_load(&pg->pending[doomed_slot]);
-	e = atomic_load(&pg->entry[semnum]);
+	e = atomic_load(&pg->adj[semnum].fast);
 	s1 = atomic_load(&pg->pending[doomed_slot]);
 	if (fw_pending_names(s1, semnum))
 		return fw_pending_entry(s1);
 	if (s1 == s0)
-		return e;			/* no record was written meanwhile: nothing was */
-	return atomic_load(&pg->entry[semnum]); /* the restore is done */
+		return e; /* no record was written meanwhile: nothing was */
+	return atomic_load(&pg->adj[semnum].fast); /* the restore is done */
 }
 
 #endif /* SV_ENGINE_FASTWORD_H */
