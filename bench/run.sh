@@ -49,7 +49,7 @@ fi
 
 # ---- what the run needs ------------------------------------------------------------------------
 RUN="$O/semvisor-run"
-need=("$O/bench/floor" "$O/bench/engine" "$O/bench/locks" "$O/bench/semop_multi"
+need=("$O/bench/floor" "$O/bench/engine" "$O/bench/fastword" "$O/bench/locks" "$O/bench/semop_multi"
 	"$O/bench/lockunlock" "$O/bench/bulkwake" "$O/bench/scale" "$O/bench/tenants"
 	"$O/bench/openview" "$O/bench/restart" "$O/semvisor-keeper" "$RUN")
 for p in "${need[@]}"; do
@@ -257,6 +257,7 @@ step floor_same "$O/bench/floor" "${Q[@]}" --cpu-pin=same --out "$RES/floor_same
 	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${JOURNAL_ROW[@]}" "${PTRACE_ROW[@]}"
 step engine "$O/bench/engine" "${Q[@]}" --out "$RES/engine.tsv"
 step engine_global "$GLOBAL/bench/engine" "${Q[@]}" --out "$RES/engine_global.tsv"
+step fastword "$O/bench/fastword" "${Q[@]}" --out "$RES/fastword.tsv"
 if [ "$MODE" = full ]; then
 	step counters bench/counters.sh "$O/bench/engine" "$NOCOUNT/bench/engine" "$RES/counters.tsv" 9 --reps 3 --seconds 0.5
 else
@@ -440,6 +441,8 @@ section() { # section NAME TITLE [fence]
 	echo "| engine single thread >= 10 M ops/s (engine) | ${e1:-NA} ops/s | $(verdict "${e1:-NA}" '>=' 10000000) |"
 	es=$(fmt2 "$(tsv_get "$RES/engine.tsv" scale_2t 2)")
 	echo "| engine 2 threads, own semaphores >= 1.7x one thread (engine) | ${es:-NA}x | $(verdict "${es:-NA}" '>=' 1.7) |"
+	fr=$(fmt2 "$(tsv_get "$RES/fastword.tsv" ratio_fast_undo 2)")
+	echo "| (the fast path's protocol alone, before any library: fw_try with SEM_UNDO against the kernel's semop with SEM_UNDO, uncontended; fastword) | ${fr:-NA}x | information |"
 	e2=$(tsv_get "$RES/engine.tsv" ops_2t 2)
 	g2=$(tsv_get "$RES/engine_global.tsv" ops_2t 2)
 	pg=$(ratio "${e2:-}" "${g2:-}")
