@@ -20,6 +20,8 @@
  *   is killed at a random step now and then. A supervisor thread takes and gives the word at
  *   random. Mutual exclusion holds throughout, and at the end the value is 1 and every exit
  *   was applied without clamping.
+ * - threads_share_a_page: the same with processes of two threads that share a page, and a
+ *   kill that stops both; only the doomed thread's own call may end its doomed operation.
  *
  * `make test-tsan` runs this file under ThreadSanitizer.
  */
@@ -136,23 +138,30 @@ static int sup_semadj(struct sup *s, uint32_t page)
 	return s->slow_adj[page] + fw_entry_adj(atomic_load(&s->page[page]->adj[0].fast), s->gen);
 }
 
-/* caller holds s->lock: a call of page's thread ends its doomed operation, if any */
-static void sup_resolve(struct sup *s, uint32_t page)
+/*
+ * caller holds s->lock: a call of the thread of page's pending slot `slot` ends its doomed
+ * operation, if it has one; slot -1: the process is gone, and with it any doomed operation.
+ * Only the doomed thread's own call may end it: its restore is still to come until then.
+ */
+static void sup_resolve(struct sup *s, uint32_t page, int slot)
 {
-	if (s->doomed_slot[page] >= 0) {
+	if (s->doomed_slot[page] >= 0 && (slot < 0 || s->doomed_slot[page] == slot)) {
 		s->doomed_slot[page] = -1;
 		s->ndoomed--;
 	}
 }
 
-/* The trapped semop with SEM_UNDO and IPC_NOWAIT: 0, -EAGAIN or -ERANGE, as the kernel. */
-static int sup_call(struct sup *s, uint32_t page, int d)
+/*
+ * The trapped semop with SEM_UNDO and IPC_NOWAIT, by the thread of page's slot `slot`: 0,
+ * -EAGAIN or -ERANGE, as the kernel.
+ */
+static int sup_call(struct sup *s, uint32_t page, int slot, int d)
 {
 	int rc = -EAGAIN;
 
 	pthread_mutex_lock(&s->lock);
 	sup_take(s);
-	sup_resolve(s, page);
+	sup_resolve(s, page, slot);
 	if (!fw_adj_ok(sup_semadj(s, page) - d)) {
 		rc = -ERANGE;
 	} else if ((int)s->val + d >= 0 && (int)s->val + d <= FW_SEMVMX) {
@@ -166,13 +175,13 @@ static int sup_call(struct sup *s, uint32_t page, int d)
 	return rc;
 }
 
-/* E2's question: did the A5 of page's operation count? */
-static bool sup_counted(struct sup *s, uint32_t page)
+/* E2's question, from the thread of page's slot `slot`: did the A5 of its operation count? */
+static bool sup_counted(struct sup *s, uint32_t page, int slot)
 {
 	bool counted;
 
 	pthread_mutex_lock(&s->lock);
-	counted = s->doomed_slot[page] < 0;
+	counted = s->doomed_slot[page] != slot;
 	pthread_mutex_unlock(&s->lock);
 	return counted;
 }
@@ -205,7 +214,7 @@ static void sup_exit(struct sup *s, uint32_t page)
 	pthread_mutex_lock(&s->lock);
 	sup_take(s);
 	e = fw_settled_entry(pg, 0, s->doomed_slot[page]);
-	sup_resolve(s, page);
+	sup_resolve(s, page, -1);
 	adj = s->slow_adj[page] + fw_entry_adj(e, s->gen);
 	s->slow_adj[page] = 0;
 	s->page[page] = NULL;
@@ -240,12 +249,12 @@ static int op_run(struct sup *s, struct fw_op *op, uint32_t page, enum fw_result
 	enum fw_result r = fw_try(op);
 
 	if (r == FW_ASK)
-		r = sup_counted(s, page) ? (fw_finish(op), FW_DONE) : fw_abandon(op);
+		r = sup_counted(s, page, (int)op->slot) ? (fw_finish(op), FW_DONE) : fw_abandon(op);
 	if (how != NULL)
 		*how = r;
 	if (r == FW_STOPPED)
 		return -EINTR;
-	return r == FW_DONE ? 0 : sup_call(s, page, op->d);
+	return r == FW_DONE ? 0 : sup_call(s, page, (int)op->slot, op->d);
 }
 
 static struct fw_op op_for(struct sup *s, uint32_t page, int d)
@@ -408,12 +417,12 @@ Test(engine_fastword, moved_storage)
 		cr_assert_eq(fw_try(&op), FW_ASK);
 		if (forged) {
 			/* the A5 landed on a word the supervisor had taken: it must not count */
-			cr_assert(!sup_counted(&s, 0));
+			cr_assert(!sup_counted(&s, 0, 0));
 			cr_assert_eq(fw_abandon(&op), FW_CALL);
 			cr_assert_eq(atomic_load(&f.pg->adj[0].fast), op.old_entry);
-			cr_assert_eq(sup_call(&s, 0, -1), 0);
+			cr_assert_eq(sup_call(&s, 0, 0, -1), 0);
 		} else {
-			cr_assert(sup_counted(&s, 0));
+			cr_assert(sup_counted(&s, 0, 0));
 			fw_finish(&op);
 		}
 		cr_assert(!fw_pending_valid(atomic_load(&f.pg->pending[0])));
@@ -457,7 +466,7 @@ Test(engine_fastword, sempid_and_otime)
 	op = op_for(&s, 0, -1);
 	cr_assert_eq(fw_try(&op), FW_CALL);
 	assert_untouched(&s, pg[0], fw_word(5, false, 0), 0);
-	cr_assert_eq(sup_call(&s, 0, -1), 0);
+	cr_assert_eq(sup_call(&s, 0, 0, -1), 0);
 	cr_assert_eq(s.sempid, fw_tag(0));
 	cr_assert_eq(s.otime, T0);
 
@@ -470,7 +479,7 @@ Test(engine_fastword, sempid_and_otime)
 	op = op_for(&s, 1, 1);
 	cr_assert_eq(fw_try(&op), FW_CALL);
 	assert_untouched(&s, pg[1], fw_word(3, false, 0), 0);
-	cr_assert_eq(sup_call(&s, 1, 1), 0);
+	cr_assert_eq(sup_call(&s, 1, 0, 1), 0);
 	cr_assert_eq(s.sempid, fw_tag(1));
 	op = op_for(&s, 1, 1);
 	cr_assert_eq(op_run(&s, &op, 1, &how), 0);
@@ -481,7 +490,7 @@ Test(engine_fastword, sempid_and_otime)
 	op = op_for(&s, 1, 1);
 	cr_assert_eq(fw_try(&op), FW_CALL);
 	cr_assert_eq(s.otime, T0);
-	cr_assert_eq(sup_call(&s, 1, 1), 0);
+	cr_assert_eq(sup_call(&s, 1, 0, 1), 0);
 	cr_assert_eq(s.otime, T0 + 1);
 
 	/* a clock set back: otime only moves forward, so the operation changes nothing */
@@ -502,7 +511,7 @@ Test(engine_fastword, sempid_and_otime)
 	pg[1] = sup_page_new(&s, 1);
 	op = op_for(&s, 1, 1);
 	cr_assert_eq(fw_try(&op), FW_CALL);
-	cr_assert_eq(sup_call(&s, 1, 1), 0);
+	cr_assert_eq(sup_call(&s, 1, 0, 1), 0);
 	cr_assert_eq(s.sempid, fw_tag(1));
 
 	sup_exit(&s, 1);
@@ -799,6 +808,133 @@ Test(engine_fastword, stress)
 	}
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
+	atomic_store(&st.stop, true);
+	pthread_join(touch, NULL);
+
+	cr_assert_eq(atomic_load(&st.overlap), 0, "two threads held the lock at once");
+	cr_assert_eq(atomic_load(&st.s.clamped), 0, "an exit needed clamping");
+	cr_assert_eq(sup_value(&st.s), 1, "the value is %u after every process exited",
+		     sup_value(&st.s));
+	cr_assert_eq(st.s.ndoomed, 0);
+	cr_assert_gt(atomic_load(&st.fast), 0, "no operation took the fast path");
+	sup_fini(&st.s);
+}
+
+/* ---- threads sharing a page ---- */
+
+/*
+ * Processes of two threads each, which share the process's page (pending slots 0 and 1) and
+ * undo list, as pthreads do. A kill stops both threads before their next step; the process
+ * then exits and a new one, with a new page, takes its place. This is the model's THREADS
+ * case: if a call of the other thread ended a doomed operation, the word could be given back
+ * while the doomed thread has its restore still to do, and the restore would overwrite what
+ * its sibling commits meanwhile (BUG_DOOMED).
+ */
+#define PROCS	 2
+#define PER_PROC 2
+
+struct tproc {
+	struct stress *st;
+	uint32_t page;
+	atomic_bool killed;
+};
+
+struct tthread {
+	struct tproc *pr;
+	unsigned slot;
+	unsigned seed;
+	pthread_t th;
+};
+
+static int tthread_kill(void *arg, enum fw_step step)
+{
+	struct tthread *t = arg;
+
+	(void)step;
+	if (atomic_load(&t->pr->killed))
+		return 1;
+	if (rand_r(&t->seed) % 3000 != 0)
+		return 0;
+	atomic_store(&t->pr->killed, true);
+	return 1;
+}
+
+/* sem_op d to its end, retrying while the lock is held elsewhere: 0, or -EINTR when killed. */
+static int tthread_op(struct tthread *t, int d)
+{
+	struct stress *st = t->pr->st;
+	struct fw_op op;
+	enum fw_result how;
+	int rc;
+
+	do {
+		if (atomic_load(&t->pr->killed))
+			return -EINTR;
+		op = op_for(&st->s, t->pr->page, d);
+		op.owner = fw_owner(t->pr->page, t->slot);
+		op.slot = t->slot;
+		op.hook = tthread_kill;
+		op.hook_arg = t;
+		rc = op_run(&st->s, &op, t->pr->page, &how);
+	} while (rc == -EAGAIN);
+	if (how == FW_DONE)
+		atomic_fetch_add(&st->fast, 1);
+	return rc;
+}
+
+static void *tthread_main(void *arg)
+{
+	struct tthread *t = arg;
+	struct stress *st = t->pr->st;
+
+	for (int i = 0; i < st->ops_per_life; i++) {
+		if (tthread_op(t, -1) < 0)
+			break;
+		if (atomic_fetch_add(&st->inside, 1) != 0)
+			atomic_fetch_add(&st->overlap, 1);
+		atomic_fetch_sub(&st->inside, 1);
+		if (tthread_op(t, 1) < 0)
+			break;
+	}
+	return NULL;
+}
+
+static void *tproc_lives(void *arg)
+{
+	struct stress *st = arg;
+	struct tthread th[PER_PROC];
+	struct tproc pr = { .st = st };
+
+	for (int life = 0; life < st->lives; life++) {
+		pr.page = atomic_fetch_add(&st->next_page, 1);
+		atomic_store(&pr.killed, false);
+		sup_page_new(&st->s, pr.page);
+		for (unsigned k = 0; k < PER_PROC; k++) {
+			th[k] = (struct tthread){ .pr = &pr, .slot = k, .seed = pr.page * 7 + k };
+			cr_assert_eq(pthread_create(&th[k].th, NULL, tthread_main, &th[k]), 0);
+		}
+		for (unsigned k = 0; k < PER_PROC; k++)
+			pthread_join(th[k].th, NULL);
+		sup_exit(&st->s, pr.page); /* killed, or done: the process exits either way */
+	}
+	return NULL;
+}
+
+Test(engine_fastword, threads_share_a_page)
+{
+	static struct stress st;
+	pthread_t procs[PROCS], touch;
+
+	memset(&st, 0, sizeof(st));
+	sup_init(&st.s, 1);
+	st.lives = UNDER_TSAN ? 40 : 1000;
+	st.ops_per_life = 200;
+	cr_assert(st.lives * PROCS <= MAX_PAGES);
+	cr_assert_eq(pthread_create(&touch, NULL, toucher, &st), 0);
+	for (int i = 0; i < PROCS; i++)
+		cr_assert_eq(pthread_create(&procs[i], NULL, tproc_lives, &st), 0);
+	for (int i = 0; i < PROCS; i++)
+		pthread_join(procs[i], NULL);
 	atomic_store(&st.stop, true);
 	pthread_join(touch, NULL);
 
