@@ -22,11 +22,15 @@
  *   was applied without clamping.
  * - threads_share_a_page: the same with processes of two threads that share a page, and a
  *   kill that stops both; only the doomed thread's own call may end its doomed operation.
+ * - scribbled_words: a program writes anything into the word while two others operate; their
+ *   semadj stays exactly what their operations made, and no forged owner holds the word once
+ *   every process is gone.
  *
  * `make test-tsan` runs this file under ThreadSanitizer.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +101,12 @@ static void sup_take(struct sup *s)
 	t = fw_take(&s->word);
 	s->val = t.val;
 	s->held = true;
-	if (fw_owner_of(t.own, MAX_PAGES, &page, &slot) && s->doomed_slot[page] < 0) {
+	/*
+	 * An owner names a doomed operation only if its page is live: a program can write the
+	 * owner of a page whose process is gone, and nothing would ever end that operation.
+	 */
+	if (fw_owner_of(t.own, MAX_PAGES, &page, &slot) && s->page[page] != NULL &&
+	    s->doomed_slot[page] < 0) {
 		s->doomed_slot[page] = (int)slot;
 		s->ndoomed++;
 	}
@@ -203,9 +212,9 @@ static struct fw_page *sup_page_new(struct sup *s, uint32_t page)
 
 /*
  * The exit of the page's process: its undo applied, and its tag published no more, so that
- * the index can be given again.
+ * the index can be given again. Returns the semadj applied.
  */
-static void sup_exit(struct sup *s, uint32_t page)
+static int sup_exit(struct sup *s, uint32_t page)
 {
 	struct fw_page *pg = s->page[page];
 	uint64_t e;
@@ -231,6 +240,7 @@ static void sup_exit(struct sup *s, uint32_t page)
 	sup_give(s);
 	pthread_mutex_unlock(&s->lock);
 	free(pg);
+	return adj;
 }
 
 static unsigned sup_value(struct sup *s)
@@ -945,4 +955,123 @@ Test(engine_fastword, threads_share_a_page)
 	cr_assert_eq(st.s.ndoomed, 0);
 	cr_assert_gt(atomic_load(&st.fast), 0, "no operation took the fast path");
 	sup_fini(&st.s);
+}
+
+/* ---- a program that writes anything into the words ---- */
+
+/*
+ * What a program with the words mapped can do to others: set any value, make their fast
+ * operations fail or vanish, keep the word held. What it must not be able to do: change
+ * another process's semadj, make the supervisor hang, or leave the word held for good by
+ * naming a process that is gone. Two victims, each a process of its own, do random +1/-1
+ * with SEM_UNDO and count what their successful operations owe back; a scribbler writes
+ * garbage, free-looking words, words naming a victim and words naming a dead process; a
+ * supervisor thread takes and gives. At each victim's exit, the semadj applied must be what
+ * it counted.
+ */
+struct scribble {
+	struct stress st;
+	uint32_t dead_page;
+	atomic_int exits_wrong;
+};
+
+struct victim {
+	struct scribble *sc;
+	uint32_t page;
+	unsigned seed;
+	int owed; /* the semadj its successful operations made */
+	long ops;
+};
+
+static void *victim_main(void *arg)
+{
+	struct victim *v = arg;
+	struct sup *s = &v->sc->st.s;
+
+	for (long i = 0; i < v->ops; i++) {
+		int d = rand_r(&v->seed) % 2 ? 1 : -1;
+		struct fw_op op = op_for(s, v->page, d);
+
+		if (op_run(s, &op, v->page, NULL) == 0)
+			v->owed -= d;
+	}
+	return NULL;
+}
+
+static void *scribbler(void *arg)
+{
+	struct scribble *sc = arg;
+	_Atomic uint64_t *w = &sc->st.s.word;
+	unsigned seed = 99;
+
+	while (!atomic_load(&sc->st.stop)) {
+		uint64_t r = ((uint64_t)rand_r(&seed) << 33) ^ ((uint64_t)rand_r(&seed) << 11) ^
+			     (uint64_t)rand_r(&seed);
+		unsigned v = (unsigned)r % 8;
+
+		switch (rand_r(&seed) % 5) {
+		case 0:
+			atomic_store(w, r);
+			break;
+		case 1:
+			atomic_store(w, fw_word(v, false, 0)); /* free, whoever holds it */
+			break;
+		case 2:
+			atomic_store(w, fw_word(v, false, fw_owner(1 + (unsigned)r % 2, 0)));
+			break;
+		case 3:
+			atomic_store(w, fw_word(v, r & 1, fw_owner(sc->dead_page, 0)));
+			break;
+		default:
+			sched_yield();
+			break;
+		}
+	}
+	return NULL;
+}
+
+Test(engine_fastword, scribbled_words)
+{
+	static struct scribble sc;
+	struct victim v[2];
+	pthread_t vt[2], touch, scrib;
+
+	memset(&sc, 0, sizeof(sc));
+	sup_init(&sc.st.s, 4);
+	sc.dead_page = 3;
+	sup_page_new(&sc.st.s, sc.dead_page);
+	sup_exit(&sc.st.s, sc.dead_page);
+	for (int i = 0; i < 2; i++) {
+		v[i] = (struct victim){ .sc = &sc,
+					.page = 1 + (uint32_t)i,
+					.seed = 5u + (unsigned)i,
+					.ops = UNDER_TSAN ? 20000 : 200000 };
+		sup_page_new(&sc.st.s, v[i].page);
+		sup_sempid(&sc.st.s, v[i].page);
+	}
+	cr_assert_eq(pthread_create(&touch, NULL, toucher, &sc.st), 0);
+	cr_assert_eq(pthread_create(&scrib, NULL, scribbler, &sc), 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&vt[i], NULL, victim_main, &v[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(vt[i], NULL);
+	atomic_store(&sc.st.stop, true);
+	pthread_join(scrib, NULL);
+	pthread_join(touch, NULL);
+
+	for (int i = 0; i < 2; i++) {
+		int applied = sup_exit(&sc.st.s, v[i].page);
+
+		cr_assert_eq(applied, v[i].owed, "victim %d: semadj %d applied, %d owed", i,
+			     applied, v[i].owed);
+	}
+	/* every process is gone: nothing may keep the word held */
+	pthread_mutex_lock(&sc.st.s.lock);
+	sup_take(&sc.st.s);
+	cr_assert_eq(sc.st.s.ndoomed, 0, "an operation of a dead process is waited for");
+	sup_give(&sc.st.s);
+	cr_assert(!sc.st.s.held);
+	cr_assert(sc.st.s.val <= FW_SEMVMX, "value %u", sc.st.s.val);
+	pthread_mutex_unlock(&sc.st.s.lock);
+	sup_fini(&sc.st.s);
 }

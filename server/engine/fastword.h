@@ -423,8 +423,12 @@ static inline enum fw_result fw_try(struct fw_op *op)
 /* ---- the supervisor's side (caller holds the set's lock) ------------------------------------- */
 
 struct fw_taken {
-	unsigned val;  /* clamped to SEMVMX */
-	uint32_t own;  /* a doomed operation's owner, or 0; the caller range-checks it */
+	unsigned val; /* clamped to SEMVMX */
+	/*
+	 * A doomed operation's owner, or 0. The caller ignores an owner that names no live
+	 * process's slot (fw_owner_of() and its own table): a program can write any owner.
+	 */
+	uint32_t own;
 	bool was_slow; /* SLOW was already set: the caller held the word, or a program wrote it */
 };
 

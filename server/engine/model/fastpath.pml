@@ -64,8 +64,9 @@
  *   An operation without SEM_UNDO leaves out A2's semadj part, A3, A4 and the restore.
  *
  * THE SUPERVISOR, on word i, under the set's lock
- *   take    fetch_or(SLOW). Its old value gives val and own. If own names (X,k), that
- *           operation is DOOMED: its A5 must fail now. The supervisor notes it and keeps the
+ *   take    fetch_or(SLOW). Its old value gives val and own. If own names (X,k) of a live
+ *           process, that operation is DOOMED: its A5 must fail now. (An owner naming no live
+ *           process is a program's forgery: nothing would ever end it, so it is ignored.) The supervisor notes it and keeps the
  *           word until X's thread k makes a trapped call (other than E2's question), or X
  *           exits.
  *   give    publish gen[i] and tag[i] (and otime), then one store {val, !SLOW, own 0}, only
@@ -130,7 +131,10 @@
  *     hide another's operations from sempid and otime, which no system call can do.
  *   - What a process that can write the storage can do with it: set any value, corrupt its own
  *     semadj, make others' fast operations fail, or make one vanish (a forged word with SLOW
- *     clear while the supervisor holds it). With alter permission it could do the same with
+ *     clear while the supervisor holds it). A forged owner naming a live thread keeps the
+ *     word held until that thread's next call or exit: the fast path is lost meanwhile, not
+ *     the semantics. Another process's semadj is out of its reach: it lives in that
+ *     process's page, and its entry changes only with that process's own A5. With alter permission it could do the same with
  *     SETVAL. Everything the supervisor reads from shared memory is clamped (value to SEMVMX)
  *     or range-checked (slots, semadj entries are 16 bits). It never waits for a word to
  *     change, and never loops on one more than a fixed number of times.
