@@ -70,9 +70,10 @@
  *           word until X's thread k makes a trapped call (other than E2's question), or X
  *           exits.
  *   give    publish gen[i] and tag[i] (and otime), then one store {val, !SLOW, own 0}, only
- *           when nobody is parked on the semaphore and no doomed operation is unresolved.
- *           While a waiter is parked every operation on the semaphore goes to the supervisor,
- *           which does the wake-up.
+ *           when no parked operation names the semaphore and no doomed operation is
+ *           unresolved. While a waiter is parked every operation on the semaphore goes to the
+ *           supervisor, which does the wake-up. An operation of several sops names each of
+ *           its semaphores: a change to any of them may let it through, so none is given.
  *   copy    each change of a process's undo list's semadj of semaphore i is written to its
  *           page's copy[i], under the word (a new page gets all of them before it is handed
  *           out).
@@ -94,6 +95,10 @@
  *           a caller that may alter the set hands out the new storage. A call parked before
  *           the revocation still completes, as natively (permission is checked when a call is
  *           made), but its answer maps nothing.
+ *           A supervisor that hands its state to a successor first revokes every process's
+ *           access to every set, which folds every private page into its undo lists: no
+ *           program keeps writing storage the successor does not read, and the state it hands
+ *           over holds every semadj.
  *   freeze  reads a live process's entry once: s0 = seq, e = entry, s1 = seq. If the
  *           process's operation is doomed, an odd s1 gives pending's entry, an even s1 == s0
  *           gives e, and a changed even s1 means the restore is done, so it reads the entry
