@@ -382,9 +382,9 @@ static inline enum fw_result fw_try(struct fw_op *op)
 		op->old_entry = atomic_load(&a->fast);
 		fast = fw_entry_adj(op->old_entry, gen) - op->d;
 		slow = fw_copy_adj(atomic_load(&a->slow), gen);
+		/* a copy no undo list can have: the program wrote it */
 		if (slow < FW_ADJ_MIN - FW_ADJ_MAX || slow > FW_ADJ_MAX - FW_ADJ_MIN)
-			return fw_release(op,
-					  held); /* a copy no list can have: the program wrote it */
+			return fw_release(op, held);
 		/*
 		 * The kernel's ERANGE is about the whole semadj. An entry that would leave its 16 bits
 		 * while the whole stays in range is the trapped call's to apply, to the slow list.
