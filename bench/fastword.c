@@ -20,18 +20,11 @@
  *
  * Output: a table, and with --out FILE tab-separated lines "name value unit".
  */
-#include <errno.h>
 #include <getopt.h>
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
-#include <sys/sem.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "bench_util.h"
 #include "engine/fastmem.h"
 
 enum row {
@@ -53,20 +46,6 @@ struct bench {
 	long seconds_passed; /* fast operations the clock sent to the "supervisor" */
 };
 
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static __attribute__((noreturn)) void die(const char *what)
-{
-	fprintf(stderr, "fastword: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
 static void kernel_pairs(struct bench *b, long n, bool undo)
 {
 	struct sembuf ops[2] = { { 0, -1, 0 }, { 0, 1, 0 } };
@@ -75,7 +54,7 @@ static void kernel_pairs(struct bench *b, long n, bool undo)
 		ops[0].sem_flg = ops[1].sem_flg = SEM_UNDO;
 	for (long i = 0; i < n; i++) {
 		if (semop(b->semid, &ops[0], 1) != 0 || semop(b->semid, &ops[1], 1) != 0)
-			die("semop");
+			bu_die("semop: %s", strerror(errno));
 	}
 }
 
@@ -118,7 +97,7 @@ static void fast_pairs(struct bench *b, long n, bool undo)
 
 static double run(struct bench *b, enum row r, long pairs)
 {
-	double t0 = now_ns();
+	double t0 = (double)bu_now_ns();
 
 	switch (r) {
 	case KERNEL:
@@ -129,7 +108,7 @@ static double run(struct bench *b, enum row r, long pairs)
 		fast_pairs(b, pairs, r == FAST_UNDO);
 		break;
 	}
-	return (now_ns() - t0) / (2.0 * (double)pairs);
+	return ((double)bu_now_ns() - t0) / (2.0 * (double)pairs);
 }
 
 /* Making a set's memfds and one page, and mapping all three as a program does: ns. */
@@ -138,19 +117,19 @@ static double map_once(unsigned nsems)
 	struct sv_fastmem m;
 	struct sv_fastpage p;
 	void *w, *pub, *pg;
-	double t0 = now_ns(), t;
+	double t0 = (double)bu_now_ns(), t;
 
 	errno = -sv_fastmem_create(&m, nsems);
 	if (errno == 0)
 		errno = -sv_fastpage_create(&p, nsems);
 	if (errno != 0)
-		die("making the memfds");
+		bu_die("making the memfds: %s", strerror(errno));
 	w = mmap(NULL, m.words_len, PROT_READ | PROT_WRITE, MAP_SHARED, m.words_fd, 0);
 	pub = mmap(NULL, m.pub_len, PROT_READ, MAP_SHARED, m.pub_fd, 0);
 	pg = mmap(NULL, p.len, PROT_READ | PROT_WRITE, MAP_SHARED, p.fd, 0);
 	if (w == MAP_FAILED || pub == MAP_FAILED || pg == MAP_FAILED)
-		die("mmap");
-	t = now_ns() - t0;
+		bu_die("mmap: %s", strerror(errno));
+	t = (double)bu_now_ns() - t0;
 	munmap(w, m.words_len);
 	munmap(pub, m.pub_len);
 	munmap(pg, p.len);
@@ -159,31 +138,24 @@ static double map_once(unsigned nsems)
 	return t;
 }
 
-static int cmp(const void *a, const void *c)
-{
-	double x = *(const double *)a, y = *(const double *)c;
-
-	return (x > y) - (x < y);
-}
-
 static void setup(struct bench *b)
 {
 	if (geteuid() == 0 && unshare(CLONE_NEWIPC) != 0)
-		die("unshare(CLONE_NEWIPC)");
+		bu_die("unshare(CLONE_NEWIPC): %s", strerror(errno));
 	b->semid = semget(IPC_PRIVATE, 1, 0600);
 	if (b->semid < 0 || semctl(b->semid, 0, SETVAL, 1) != 0)
-		die("semget");
+		bu_die("semget: %s", strerror(errno));
 	errno = -sv_fastmem_create(&b->m, 1);
 	if (errno != 0)
-		die("sv_fastmem_create");
+		bu_die("sv_fastmem_create: %s", strerror(errno));
 	errno = -sv_fastpage_create(&b->p, 1);
 	if (errno != 0)
-		die("sv_fastpage_create");
+		bu_die("sv_fastpage_create: %s", strerror(errno));
 	b->words = mmap(NULL, b->m.words_len, PROT_READ | PROT_WRITE, MAP_SHARED, b->m.words_fd, 0);
 	b->pub = mmap(NULL, b->m.pub_len, PROT_READ, MAP_SHARED, b->m.pub_fd, 0);
 	b->page = mmap(NULL, b->p.len, PROT_READ | PROT_WRITE, MAP_SHARED, b->p.fd, 0);
 	if (b->words == MAP_FAILED || b->pub == MAP_FAILED || b->page == MAP_FAILED)
-		die("mmap");
+		bu_die("mmap: %s", strerror(errno));
 	/* the supervisor: this process is sempid, the set was operated on now, word free at 1 */
 	fw_publish(b->m.pub, 0, 0, fw_tag(0));
 	new_second(b);
@@ -206,13 +178,14 @@ int main(int argc, char **argv)
 	int reps = 9, c;
 	const char *out = NULL;
 
+	bu_prog = "fastword";
 	while ((c = getopt_long(argc, argv, "n:r:o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			pairs = atol(optarg);
+			pairs = bu_parse_long("--pairs", optarg, 1, LONG_MAX / 2);
 			break;
 		case 'r':
-			reps = atoi(optarg);
+			reps = (int)bu_parse_long("--reps", optarg, 1, 31);
 			break;
 		case 'o':
 			out = optarg;
@@ -231,27 +204,20 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (reps < 1 || reps > 31 || pairs < 1) {
-		fprintf(stderr, "fastword: --reps 1..31, --pairs >= 1\n");
-		return 2;
-	}
 	setup(&b);
 	for (int r = 0; r < NROWS; r++)
 		run(&b, (enum row)r, pairs / 10 + 1); /* warm-up */
 	for (int i = 0; i < reps; i++)
 		for (int r = 0; r < NROWS; r++)
 			ns[r][i] = run(&b, (enum row)r, pairs);
-	for (int r = 0; r < NROWS; r++) {
-		qsort(ns[r], (size_t)reps, sizeof(double), cmp);
-		med[r] = ns[r][reps / 2];
-	}
+	for (int r = 0; r < NROWS; r++)
+		med[r] = bu_stats(ns[r], reps).med;
 	for (int k = 0; k < 2; k++) {
 		double t[31];
 
 		for (int i = 0; i < reps; i++)
 			t[i] = map_once(sizes[k]);
-		qsort(t, (size_t)reps, sizeof(double), cmp);
-		map_ns[k] = t[reps / 2];
+		map_ns[k] = bu_stats(t, reps).med;
 	}
 	if (semctl(b.semid, 0, GETVAL) != 1 || fw_val(atomic_load(&b.m.words[0])) != 1) {
 		fprintf(stderr, "fastword: the semaphores did not end at 1\n");
@@ -278,7 +244,7 @@ int main(int argc, char **argv)
 		FILE *f = fopen(out, "w");
 
 		if (!f)
-			die(out);
+			bu_die("%s: %s", out, strerror(errno));
 		fprintf(f, "# fastword reps=%d pairs=%ld\n", reps, pairs);
 		for (int r = 0; r < NROWS; r++)
 			fprintf(f, "ns_%s\t%.1f\tns\n", row_name[r], med[r]);
