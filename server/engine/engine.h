@@ -117,6 +117,12 @@ struct sv_set {
 	 */
 	_Atomic uint16_t mode;
 	bool deleted;
+	/*
+	 * The set has fast storage (fast.c): its values live in words that programs change too.
+	 * In the last byte of the header's padding; the storage itself is found by index in
+	 * ns->fast, so that a set without it stays as small as it was.
+	 */
+	_Atomic uint8_t fast_on;
 	_Atomic uint32_t uid, gid, cuid, cgid;
 	_Atomic int64_t ctime;
 	_Atomic int64_t otime;		    /* the latest of the kernel's per-semaphore otimes */
@@ -195,6 +201,11 @@ struct sv_undo {
 	int semid;
 	int nsems;
 	uint32_t budget_uid; /* charged to this uid in its set's namespace's budget (budget.c) */
+	/*
+	 * The process's private page in the set's fast storage, or NULL. Written under the set
+	 * lock in complex mode, read under the lock covering any semaphore of the set.
+	 */
+	struct sv_fast_page *fpage;
 	int16_t semadj[];
 };
 
@@ -219,6 +230,8 @@ struct sv_ns {
 	_Atomic int semmsl, semmns, semopm, semmni;
 	/* index -> set for SEM_STAT; chunks published with rcu_assign_pointer */
 	struct sv_set *_Atomic *_Atomic slots[SV_SLOT_CHUNKS];
+	/* index -> a set's fast storage (fast.c), chunks made as slots' are */
+	struct sv_fast *_Atomic *_Atomic fast[SV_SLOT_CHUNKS];
 	uint64_t used[SV_IPCMNI / 64]; /* (ids) allocated indexes */
 	int in_use;		       /* (ids) number of sets */
 	int used_sems;		       /* (ids) semaphores in all sets */
@@ -322,6 +335,73 @@ void sv_undo_link(struct sv_proc *p, struct sv_set *set, struct sv_undo *un);
  */
 struct sv_undo *sv_undo_replay_entry(struct sv_proc *p, struct sv_set *set, uint32_t budget_uid);
 void sv_undo_replay_retire(struct sv_proc *p, struct sv_set *set);
+
+/* ---- fast.c: the engine's side of the fast path (server/engine/model/fastpath.pml) ---- */
+
+struct sv_fast;
+/*
+ * The set's fast storage, or NULL. Caller holds a lock covering any of its semaphores: the
+ * storage comes and goes only under the set lock in complex mode.
+ */
+struct sv_fast *sv_fast_of(const struct sv_set *set);
+/*
+ * Caller holds the lock covering semaphore num: from here on the engine holds its word, and
+ * sem->semval is the value (a fast operation may have changed it since the last section).
+ */
+void sv_fast_hold(struct sv_set *set, struct sv_fast *f, int num);
+
+/* Semaphore num, its value the engine's to read and change. Caller holds the lock covering it. */
+static inline struct sv_sem *sv_sem_val(struct sv_set *set, int num)
+{
+	if (SV_RELAXED(&set->fast_on)) {
+		struct sv_fast *f = sv_fast_of(set);
+
+		if (f)
+			sv_fast_hold(set, f, num);
+	}
+	return &sv_sems(set)[num];
+}
+
+/*
+ * Does the engine hold num's value (true for a set without storage)? A semaphore whose word
+ * it does not hold has no parked operation naming it. Caller holds the lock covering num.
+ */
+bool sv_fast_held(const struct sv_set *set, int num);
+/* sv_sem_unlock(), before the lock goes: give back the words the section may give. */
+void sv_fast_release(struct sv_set *set, int locknum);
+/* A waiter with these sops parks (delta 1) or leaves its list (-1). Caller holds their locks. */
+void sv_fast_parked(struct sv_set *set, const struct sv_sembuf *sops, unsigned int nsops,
+		    int delta);
+/*
+ * A call by the process owning un (NULL: none), from pending slot slot1 - 1 of its page
+ * (slot1 0: unknown), is about to operate on sops: hold their words, resolve the calling
+ * thread's doomed operation, and move the page's semadj entries for them into un, so that
+ * un->semadj is the whole semadj the kernel's checks see. Caller holds the sops' locks.
+ */
+void sv_fast_enter(struct sv_set *set, struct sv_undo *un, unsigned slot1,
+		   const struct sv_sembuf *sops, unsigned int nsops);
+/* The tag a sempid set by un's process gets (0: none, which no fast operation matches). */
+uint32_t sv_fast_tag(const struct sv_undo *un);
+/* sempid of num changed: record its tag. Caller holds the lock covering num, and its word. */
+void sv_fast_set_tag(struct sv_set *set, int num, uint32_t tag);
+/*
+ * un->semadj[num] changed: copy it to un's page. Caller holds the lock covering num, and its
+ * word.
+ */
+void sv_fast_mirror(struct sv_set *set, const struct sv_undo *un, int num);
+/* SETVAL or SETALL cleared num's semadj: a new generation. Caller holds the set lock (global). */
+void sv_fast_bump(struct sv_set *set, int num);
+/*
+ * The process owning un exits: its page's entries join un->semadj (clamped to the semadj's
+ * range: a program can write anything there), and the page goes. Caller holds the set lock
+ * (global).
+ */
+void sv_fast_exit(struct sv_set *set, struct sv_undo *un);
+/*
+ * The set is removed: every mapping stops counting. Caller holds ids_lock and the set lock
+ * (global).
+ */
+void sv_fast_remove(struct sv_set *set);
 
 /* ---- journal.c ---- */
 extern const struct sv_journal *_Atomic sv_jnl_sink;

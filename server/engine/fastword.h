@@ -459,10 +459,16 @@ static inline void fw_publish(struct fw_pub *pub, unsigned semnum, uint32_t gen,
 	atomic_store(&pub->sem[semnum], fw_pub_sem(gen, tag));
 }
 
-/* Any lock on the set: the set's otime, which only moves forward. */
+/*
+ * Any lock on the set: the set's otime, which only moves forward, also where holders of
+ * different semaphores' locks publish at once (a maximum, not a store).
+ */
 static inline void fw_publish_otime(struct fw_pub *pub, int64_t otime)
 {
-	atomic_store(&pub->otime, otime);
+	int64_t cur = atomic_load(&pub->otime);
+
+	while (cur < otime && !atomic_compare_exchange_weak(&pub->otime, &cur, otime))
+		;
 }
 
 /*

@@ -158,8 +158,10 @@ void sv_ns_shutdown(struct sv_ns *ns, struct sv_wakeq *wq)
 
 static void ns_free(struct sv_ns *ns)
 {
-	for (int i = 0; i < SV_SLOT_CHUNKS; i++)
+	for (int i = 0; i < SV_SLOT_CHUNKS; i++) {
 		free(ns->slots[i]);
+		free(ns->fast[i]); /* empty: every set's storage went with the set */
+	}
 	/* Tables must be empty; destroying them may not happen inside a read-side section. */
 	if (cds_lfht_destroy(ns->by_id, NULL) || cds_lfht_destroy(ns->by_key, NULL))
 		abort();
@@ -756,7 +758,7 @@ int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv
 	set_info(set, info);
 	n = set->nsems;
 	for (int i = 0; i < n && i < cap; i++) {
-		const struct sv_sem *sem = &sv_sems(set)[i];
+		const struct sv_sem *sem = sv_sem_val(set, i);
 
 		sems[i] = (struct sv_sem_info){
 			.semval = sem->semval,

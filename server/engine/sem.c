@@ -354,6 +354,8 @@ void sv_sem_unlock(struct sv_set *set, int locknum)
 	SV_DEBUG_YIELD(); /* others pile up on the lock held: contention, and mode switches */
 	if (sv_jnl_on())
 		sv_jnl_flush(); /* before anyone can see what the section changed */
+	if (SV_RELAXED(&set->fast_on))
+		sv_fast_release(set, locknum);
 	if (locknum == SV_LOCK_GLOBAL) {
 		unmerge_queues(set);
 		complexmode_tryleave(set);
@@ -413,11 +415,11 @@ static void note_sops(struct sv_set *set, const struct sv_sembuf *sops, unsigned
 /*
  * Apply sops in order, all or nothing. Returns 0 (applied), 1 (must wait: *blocking is the sop
  * that cannot proceed), -EAGAIN (that sop has IPC_NOWAIT) or -ERANGE. On success every named
- * semaphore's sempid becomes pid; oldpid (if given) keeps what it was, for rollback.
- * Caller holds the lock(s) covering every semaphore in sops.
+ * semaphore's sempid becomes pid (whose fast path tag is tag); oldpid (if given) keeps what it
+ * was, for rollback. Caller holds the lock(s) covering every semaphore in sops.
  */
 static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops,
-				unsigned int nsops, struct sv_undo *un, int32_t pid,
+				unsigned int nsops, struct sv_undo *un, int32_t pid, uint32_t tag,
 				int32_t *oldpid, unsigned int *blocking)
 {
 	unsigned int i;
@@ -426,7 +428,7 @@ static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops
 	SV_ASSERT(covers(set, sops, nsops));
 	for (i = 0; i < nsops; i++) {
 		const struct sv_sembuf *sop = &sops[i];
-		struct sv_sem *sem = &sv_sems(set)[sop->sem_num];
+		struct sv_sem *sem = sv_sem_val(set, sop->sem_num);
 
 		result = sem->semval;
 		if (!sop->sem_op && result)
@@ -456,6 +458,9 @@ static int perform_atomic_semop(struct sv_set *set, const struct sv_sembuf *sops
 		if (oldpid)
 			oldpid[i] = sem->sempid;
 		sem->sempid = pid;
+		sv_fast_set_tag(set, sops[i].sem_num, tag);
+		if (sops[i].sem_flg & SV_SEM_UNDO)
+			sv_fast_mirror(set, un, sops[i].sem_num);
 		SV_COUNT(&sem->nops);
 	}
 	if (sv_jnl_on())
@@ -477,8 +482,8 @@ undo:
 static int waiter_perform(struct sv_set *set, struct sv_waiter *w)
 {
 	unsigned int blocking = w->blocking;
-	int ret =
-	    perform_atomic_semop(set, w->sops, w->nsops, w->un, w->proc->pid, w->oldpid, &blocking);
+	int ret = perform_atomic_semop(set, w->sops, w->nsops, w->un, w->proc->pid,
+				       sv_fast_tag(w->un), w->oldpid, &blocking);
 
 	w->blocking = (uint16_t)blocking;
 	return ret;
@@ -515,6 +520,7 @@ static void unlink_queue(struct sv_set *set, struct sv_waiter *w)
 {
 	SV_ASSERT(covers(set, w->sops, w->nsops));
 	cds_list_del(&w->node);
+	sv_fast_parked(set, w->sops, w->nsops, -1);
 	if (w->nsops > 1)
 		set->complex_count--;
 	atomic_fetch_sub_explicit(&set->nwaiters, 1, memory_order_relaxed);
@@ -573,6 +579,15 @@ static bool wake_const_ops(struct sv_set *set, int semnum, struct sv_wakeq *wq)
 	return completed;
 }
 
+/*
+ * Is semaphore num at zero, as far as waiters can tell? One whose word the engine does not hold
+ * has no waiter naming it (fast.c), so it releases nobody, and its word is not taken for that.
+ */
+static bool at_zero(struct sv_set *set, int num)
+{
+	return sv_fast_held(set, num) && sv_sems(set)[num].semval == 0;
+}
+
 /* Semaphores that reached zero may release wait-for-zero waiters. sops NULL: look at all. */
 static bool do_smart_wakeup_zero(struct sv_set *set, const struct sv_sembuf *sops,
 				 unsigned int nsops, struct sv_wakeq *wq)
@@ -583,14 +598,14 @@ static bool do_smart_wakeup_zero(struct sv_set *set, const struct sv_sembuf *sop
 		for (unsigned int i = 0; i < nsops; i++) {
 			int num = sops[i].sem_num;
 
-			if (sv_sems(set)[num].semval == 0) {
+			if (at_zero(set, num)) {
 				got_zero = true;
 				completed |= wake_const_ops(set, num, wq);
 			}
 		}
 	} else {
 		for (int i = 0; i < set->nsems; i++) {
-			if (sv_sems(set)[i].semval == 0) {
+			if (at_zero(set, i)) {
 				got_zero = true;
 				completed |= wake_const_ops(set, i, wq);
 			}
@@ -627,7 +642,7 @@ again:
 		 * A semaphore's own list holds only decrements of it: once it is zero none of
 		 * them can proceed.
 		 */
-		if (semnum != -1 && sv_sems(set)[semnum].semval == 0)
+		if (semnum != -1 && sv_sem_val(set, semnum)->semval == 0)
 			break;
 		if (orphaned(w)) {
 			unlink_queue(set, w);
@@ -736,6 +751,7 @@ void sv_freeary(struct sv_ns *ns, struct sv_set *set, struct sv_wakeq *wq)
 	SV_ASSERT(sv_set_locked_global(set));
 	sv_rcu_assert_reader();
 	sv_jnl_rm(set); /* first: removing it is what the section's record is about */
+	sv_fast_remove(set);
 	sv_undo_unlink_all(set);
 
 	cds_list_for_each_entry_safe(w, tmp, &set->pending_const, node) {
@@ -829,6 +845,7 @@ static void enqueue(struct sv_set *set, struct sv_waiter *w)
 		cds_list_add_tail(&w->node, w->alter ? &set->pending_alter : &set->pending_const);
 		set->complex_count++;
 	}
+	sv_fast_parked(set, w->sops, w->nsops, 1);
 	SV_COUNT(&sv_sems(set)[w->sops[w->blocking].sem_num].nwaits);
 	atomic_fetch_add_explicit(&set->nwaiters, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&set->ns->nwaiters, 1, memory_order_relaxed);
@@ -866,7 +883,7 @@ static long semtimedop(const struct sv_caller *c, int semid, uint64_t usops, uns
 {
 	struct sv_sembuf fast[SEMOPM_FAST], *sops = fast;
 	struct timespec ts = { 0, 0 };
-	struct sv_undo *un = NULL;
+	struct sv_undo *un = NULL, *mine;
 	struct sv_set *set;
 	unsigned int max = 0, blocking = 0;
 	bool undos = false, alter = false;
@@ -932,6 +949,9 @@ static long semtimedop(const struct sv_caller *c, int semid, uint64_t usops, uns
 		goto out_rcu;
 	}
 
+	/* A process with fast access has an undo entry, which holds its page (fast.c). */
+	mine = un || !SV_RELAXED(&set->fast_on) ? un : sv_undo_lookup(c, semid);
+
 	SV_DEBUG_YIELD(); /* found without a lock: IPC_RMID may get there first */
 	locknum = sv_sem_lock(set, sops, nsops);
 	/*
@@ -942,9 +962,12 @@ static long semtimedop(const struct sv_caller *c, int semid, uint64_t usops, uns
 		err = -EIDRM;
 		goto out_unlock;
 	}
+	if (mine && mine->semid != semid)
+		mine = NULL;
+	sv_fast_enter(set, mine, c->fast_slot, sops, nsops);
 
-	err =
-	    perform_atomic_semop(set, sops, nsops, un, c->proc ? c->proc->pid : 0, NULL, &blocking);
+	err = perform_atomic_semop(set, sops, nsops, un, c->proc ? c->proc->pid : 0,
+				   sv_fast_tag(mine), NULL, &blocking);
 	if (err == 0) {
 		sv_jnl_done(set, c->jid, 0);
 		if (alter)
@@ -1042,7 +1065,7 @@ int sv_waiter_cancel(struct sv_waiter *w)
 static bool unapply_sop(struct sv_set *set, const struct sv_sembuf *sop, struct sv_undo *un,
 			bool undo_live)
 {
-	struct sv_sem *sem = &sv_sems(set)[sop->sem_num];
+	struct sv_sem *sem = sv_sem_val(set, sop->sem_num);
 	int val = sem->semval - sop->sem_op;
 
 	SV_ASSERT(covers(set, sop, 1));
@@ -1055,6 +1078,7 @@ static bool unapply_sop(struct sv_set *set, const struct sv_sembuf *sop, struct 
 		if (val < 0 || val > SV_SEMVMX || adj < -SV_SEMAEM - 1 || adj > SV_SEMAEM)
 			return false;
 		un->semadj[sop->sem_num] = (int16_t)adj;
+		sv_fast_mirror(set, un, sop->sem_num);
 	} else if (val < 0 || val > SV_SEMVMX) {
 		return false;
 	}
@@ -1084,8 +1108,10 @@ static int unapply(struct sv_set *set, const struct sv_sembuf *sops, unsigned in
 				if ((sop->sem_flg & SV_SEM_UNDO) && !undo_live)
 					continue;
 				sv_sems(set)[sop->sem_num].semval += sop->sem_op;
-				if (sop->sem_flg & SV_SEM_UNDO)
+				if (sop->sem_flg & SV_SEM_UNDO) {
 					un->semadj[sop->sem_num] -= sop->sem_op;
+					sv_fast_mirror(set, un, sop->sem_num);
+				}
 			}
 			return -ERANGE;
 		}
@@ -1123,13 +1149,16 @@ int sv_waiter_rollback(struct sv_waiter *w, struct sv_wakeq *wq)
 	locknum = sv_sem_lock(set, w->sops, w->nsops);
 	if (set->deleted)
 		goto out; /* its values went with the set */
+	sv_fast_enter(set, w->un, 0, w->sops, w->nsops);
 	ret = unapply(set, w->sops, w->nsops, w->un, wq);
 	if (!ret) {
 		for (unsigned int i = w->nsops; i-- > 0;) {
 			struct sv_sem *sem = &sv_sems(set)[w->sops[i].sem_num];
 
-			if (sem->sempid == w->proc->pid)
+			if (sem->sempid == w->proc->pid) {
 				sem->sempid = w->oldpid[i];
+				sv_fast_set_tag(set, w->sops[i].sem_num, 0); /* unknown: none */
+			}
 			sv_jnl_sem(set, w->sops[i].sem_num);
 		}
 		sv_jnl_done(set, w->jid, SV_JNL_UNDONE);
@@ -1158,6 +1187,8 @@ int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf
 		un = sv_undo_lookup(c, semid);
 	SV_DEBUG_YIELD();
 	locknum = sv_sem_lock(set, sops, nsops);
+	if (!set->deleted)
+		sv_fast_enter(set, un && un->semid == semid ? un : NULL, c->fast_slot, sops, nsops);
 	if (!set->deleted && !(ret = unapply(set, sops, nsops, un, wq)))
 		sv_jnl_done(set, c->jid, SV_JNL_UNDONE);
 	sv_sem_unlock(set, locknum);

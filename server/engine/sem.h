@@ -149,6 +149,12 @@ struct sv_caller {
 	const struct sv_caller_ops *ops;
 	void *priv;   /* for ops */
 	uint64_t jid; /* names the call in the journal's records of what it did; 0: not named */
+	/*
+	 * 1 + the fast path's pending slot of the calling thread in its process's page of the
+	 * set (sv_fast_map()), 0 when unknown: a trapped call by the thread whose fast operation
+	 * the engine doomed ends that operation, and lets its semaphore go back to the fast path.
+	 */
+	unsigned int fast_slot;
 };
 
 /* Parking: what sv_semtimedop() hands back with SV_PARKED. */
@@ -328,6 +334,27 @@ const char *sv_semctl_cmd_name(int cmd);
  */
 int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf *sops,
 		    unsigned int nsops, struct sv_wakeq *wq);
+/*
+ * The fast path (server/engine/model/fastpath.pml): a set's storage for the calling process,
+ * made on the first request. Every fd is the caller's to close; each file's size is its
+ * length (sv_fastmem_*_len()).
+ *   words_fd  the set's words, to map shared and writable
+ *   pub_fd    what the engine publishes (struct fw_pub), opened read-only
+ *   page_fd   the process's private page (struct fw_page), to map shared and writable
+ *   page      its index (fw_owner(), fw_tag()); epoch: its epoch for this storage
+ * Returns 0, or -EINVAL (no such set), -EACCES (no alter permission: the fast path only alters),
+ * -EOPNOTSUPP (a journal is attached, whose records a fast operation would bypass; or no
+ * process), -ENOSPC (no page index left), -ENOMEM, -EMFILE.
+ */
+struct sv_fast_map {
+	int words_fd, pub_fd, page_fd;
+	unsigned int nsems;
+	uint32_t page;
+	uint64_t epoch;
+};
+
+int sv_fast_map(const struct sv_caller *c, int semid, struct sv_fast_map *out);
+
 /* Live SEM_UNDO entries in every namespace (adjustments still to apply at some exit). */
 long sv_undo_entries(void);
 

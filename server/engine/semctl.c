@@ -205,8 +205,10 @@ static long semctl_setval(const struct sv_caller *c, int semid, int semnum, int 
 	}
 	cds_list_for_each_entry(un, &set->undos, set_node)
 		un->semadj[semnum] = 0;
-	sv_sems(set)[semnum].semval = val;
+	sv_fast_bump(set, semnum); /* and every fast entry of it counts 0 */
+	sv_sem_val(set, semnum)->semval = val;
 	sv_sems(set)[semnum].sempid = c->proc ? c->proc->pid : 0;
+	sv_fast_set_tag(set, semnum, 0); /* the setter's next fast operation asks once */
 	SV_SET_RELAXED(&set->ctime, sv_now());
 	sv_jnl_clear_adj(set, semnum);
 	sv_jnl_sem(set, semnum);
@@ -234,7 +236,7 @@ static long semctl_getall(const struct sv_caller *c, struct sv_set *set, uint64_
 		ret = -EIDRM;
 	} else {
 		for (int i = 0; i < nsems; i++)
-			vals[i] = (uint16_t)sv_sems(set)[i].semval;
+			vals[i] = (uint16_t)sv_sem_val(set, i)->semval;
 	}
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 	rcu_read_unlock();
@@ -276,8 +278,10 @@ static long semctl_setall(const struct sv_caller *c, struct sv_set *set, uint64_
 		ret = -EIDRM;
 	} else if (!(ret = sv_committing(c))) {
 		for (int i = 0; i < nsems; i++) {
-			sv_sems(set)[i].semval = vals[i];
+			sv_fast_bump(set, i);
+			sv_sem_val(set, i)->semval = vals[i];
 			sv_sems(set)[i].sempid = c->proc ? c->proc->pid : 0;
+			sv_fast_set_tag(set, i, 0);
 		}
 		cds_list_for_each_entry(un, &set->undos, set_node)
 			memset(un->semadj, 0, (size_t)un->nsems * sizeof(un->semadj[0]));
@@ -344,7 +348,7 @@ static long semctl_main(const struct sv_caller *c, int semid, int semnum, int cm
 	sem = &sv_sems(set)[semnum];
 	switch (cmd) {
 	case SV_GETVAL:
-		ret = sem->semval;
+		ret = sv_sem_val(set, semnum)->semval;
 		break;
 	case SV_GETPID:
 		ret = sem->sempid;

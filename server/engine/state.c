@@ -239,7 +239,7 @@ static void put_set(struct wr *w, struct sv_set *set)
 	put_u32(w, SV_RELAXED(&set->lock_spun));
 	put_u32(w, SV_RELAXED(&set->lock_slept));
 	for (int i = 0; i < set->nsems; i++) {
-		const struct sv_sem *sem = &sv_sems(set)[i];
+		const struct sv_sem *sem = sv_sem_val(set, i);
 
 		put_i32(w, sem->semval);
 		put_i32(w, sem->sempid);

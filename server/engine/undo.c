@@ -342,11 +342,13 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 			continue;
 		}
 
+		sv_fast_exit(set, un); /* its page's semadj joins the list's */
 		for (int i = 0; i < set->nsems && i < un->nsems; i++) {
-			struct sv_sem *sem = &sv_sems(set)[i];
+			struct sv_sem *sem;
 
 			if (!un->semadj[i])
 				continue;
+			sem = sv_sem_val(set, i);
 			sem->semval += un->semadj[i];
 			/* Not defined by SUS; Linux clamps to the valid range. */
 			if (sem->semval < 0)
@@ -354,6 +356,7 @@ void sv_proc_exit(struct sv_proc *p, struct sv_wakeq *wq)
 			if (sem->semval > SV_SEMVMX)
 				sem->semval = SV_SEMVMX;
 			sem->sempid = p->pid;
+			sv_fast_set_tag(set, i, 0); /* it has no page any more */
 			sv_jnl_sem(set, i);
 		}
 		sv_jnl_undo_gone(set, un);

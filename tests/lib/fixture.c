@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "engine/fastmem.h"
 #include "notify/filter.h"
 #include "handoff/xfer.h"
 #include "tests/lib/fixture.h"
@@ -260,4 +262,51 @@ int fx_magic_listener(void)
 void fx_magic_listener_closed(void)
 {
 	magic_listener = -1;
+}
+
+/* fd's file mapped whole (the fd is closed): NULL if it could not be. */
+static void *map_whole(int fd, size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
+
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int fx_fast_map(struct fx_caller *fc, int id, struct fx_fast *p)
+{
+	int err = sv_fast_map(&fc->c, id, &p->m);
+
+	if (err)
+		return err;
+	p->words =
+	    map_whole(p->m.words_fd, sv_fastmem_words_len(p->m.nsems), PROT_READ | PROT_WRITE);
+	p->pub = map_whole(p->m.pub_fd, sv_fastmem_pub_len(p->m.nsems), PROT_READ);
+	p->page = map_whole(p->m.page_fd, sv_fastpage_len(p->m.nsems), PROT_READ | PROT_WRITE);
+	if (!p->words || !p->pub || !p->page)
+		abort(); /* the engine's own files: a test cannot go on without them */
+	return 0;
+}
+
+void fx_fast_unmap(struct fx_fast *p)
+{
+	munmap((void *)p->words, sv_fastmem_words_len(p->m.nsems));
+	munmap(p->pub, sv_fastmem_pub_len(p->m.nsems));
+	munmap(p->page, sv_fastpage_len(p->m.nsems));
+}
+
+struct fw_op fx_fast_op(const struct fx_fast *p, unsigned slot, unsigned num, int d, bool undo)
+{
+	return (struct fw_op){
+		.word = &p->words[num],
+		.pub = p->pub,
+		.page = p->page,
+		.map_epoch = p->m.epoch,
+		.owner = fw_owner(p->m.page, slot),
+		.tag = fw_tag(p->m.page),
+		.slot = slot,
+		.semnum = num,
+		.d = d,
+		.undo = undo,
+	};
 }

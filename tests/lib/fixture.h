@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "engine/fastword.h"
 #include "engine/sem.h"
 
 struct fx_caller {
@@ -67,6 +68,21 @@ struct fx_stat {
 	uint64_t nsems;
 };
 long fx_ipc_stat(struct fx_caller *fc, int id, struct fx_stat *st);
+
+/*
+ * A program's view of a set's fast storage: what it maps of the fds sv_fast_map() gives it
+ * (which it closes), and one fast operation by its thread in pending slot `slot`.
+ */
+struct fx_fast {
+	struct sv_fast_map m;
+	_Atomic uint64_t *words;
+	struct fw_pub *pub; /* read-only */
+	struct fw_page *page;
+};
+
+int fx_fast_map(struct fx_caller *fc, int id, struct fx_fast *p); /* 0 or sv_fast_map()'s -errno */
+void fx_fast_unmap(struct fx_fast *p);
+struct fw_op fx_fast_op(const struct fx_fast *p, unsigned slot, unsigned num, int d, bool undo);
 
 /*
  * In a forked child: install the filter on this process and send its listener over sock in
