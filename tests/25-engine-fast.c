@@ -88,16 +88,25 @@ static void slow(struct fx_caller *fc, int id, unsigned num, int d, int flg)
 Test(engine_fast, map_checks_alter_permission)
 {
 	struct fx_caller *other = fx_caller_new(fx_ns, 200, 1000, 1000);
-	struct sv_fast_map m;
-	int id = mkset(2, 0644);
+	struct sv_fast_map m = { 0 };
+	struct fx_fast p;
+	int id = mkset(2, 0644), fd;
 
-	cr_assert_eq(sv_fast_map(&other->c, id, &m), -EACCES, "read permission maps nothing");
-	cr_assert_eq(sv_fast_map(&other->c, id + 1, &m), -EINVAL);
-	cr_assert_eq(sv_fast_map(&root->c, id, &m), 0);
+	cr_assert_eq(sv_fast_file(&other->c, id, SV_FAST_PAGE, &m), -EACCES,
+		     "read permission maps nothing");
+	cr_assert_eq(sv_fast_file(&root->c, id + 1, SV_FAST_PAGE, &m), -EINVAL);
+	cr_assert_eq(sv_fast_file(&root->c, id, SV_FAST_FILES, &m), -EINVAL);
+	cr_assert_eq(sv_fast_file(&root->c, id, SV_FAST_WORDS, &m), -ENOENT, "the page first");
+	fd = sv_fast_file(&root->c, id, SV_FAST_PAGE, &m);
+	cr_assert_geq(fd, 0);
+	close(fd);
 	cr_assert_eq(m.nsems, 2);
-	close(m.words_fd);
-	close(m.pub_fd);
-	close(m.page_fd);
+	m.serial++;
+	cr_assert_eq(sv_fast_file(&root->c, id, SV_FAST_PUB, &m), -ESTALE);
+	prog_map(&p, root, id);
+	cr_assert_eq(p.m.serial, m.serial - 1);
+	cr_assert_eq(p.m.page, m.page, "one page per process and set");
+	fx_fast_unmap(&p);
 	fx_caller_exit(other, NULL);
 }
 
@@ -439,4 +448,84 @@ Test(engine_fast, a_waiter_from_before_the_mapping_counts)
 	fx_fast_unmap(&p);
 	fx_caller_exit(b, NULL);
 	fx_caller_exit(a, NULL);
+}
+
+/*
+ * IPC_SET revokes: after the set goes to 0600 of another user, a's old mapping changes nothing
+ * (its operations go to the engine, which refuses them, and what it writes there is not read),
+ * it cannot map the set again, and the semadj it made on the fast path is not lost: its exit
+ * gives back the unit, as the kernel's would. The new owner maps new storage.
+ */
+Test(engine_fast, ipc_set_revokes_the_mapping)
+{
+	struct fx_caller *a = fx_caller_new(fx_ns, 217, 1000, 1000);
+	struct fx_caller *o = fx_caller_new(fx_ns, 218, 2000, 2000);
+	struct sv_sembuf down = { 0, -1, 0 };
+	struct fx_fast p, q;
+	int id = mkset(1, 0666);
+	uint8_t ds[104] = { 0 };
+
+	setval(id, 0, 5);
+	prog_map(&p, a, id);
+	slow(a, id, 0, -1, SV_SEM_UNDO);
+	cr_assert_eq(fast(&p, 0, -1, true), FW_DONE);
+	/* IPC_SET: uid 2000, gid 2000, mode 0600 at struct ipc64_perm's offsets (SPEC A7.4) */
+	memcpy(ds + 4, &(uint32_t){ 2000 }, 4);
+	memcpy(ds + 8, &(uint32_t){ 2000 }, 4);
+	memcpy(ds + 20, &(uint32_t){ 0600 }, 4);
+	cr_assert_eq(fx_semctl(root, id, 0, SV_IPC_SET, (uint64_t)(uintptr_t)ds, NULL), 0);
+	cr_assert_eq(fast(&p, 0, -1, true), FW_CALL);
+	cr_assert_neq(atomic_load(&p.page->epoch), p.m.epoch);
+	atomic_store(&p.words[0], fw_word(100, false, 0));
+	cr_assert_eq(fx_semop(a, id, NULL, NULL, 1, &down), -EACCES);
+	cr_assert_eq(VAL(id, 0), 3, "what a wrote after the revocation is not read");
+	cr_assert_eq(fx_fast_map(a, id, &q), -EACCES);
+	prog_map(&q, o, id);
+	slow(o, id, 0, -1, 0);
+	cr_assert_eq(fast(&q, 0, -1, false), FW_DONE);
+	cr_assert_eq(VAL(id, 0), 1);
+	fx_fast_unmap(&p);
+	fx_caller_exit(a, NULL);
+	cr_assert_eq(VAL(id, 0), 3, "a's exit gives back its 2 units, the fast one included");
+	fx_fast_unmap(&q);
+	fx_caller_exit(o, NULL);
+}
+
+/*
+ * E2 after a revocation: the process asks whether its operation counted. One past its A5 when
+ * the storage was revoked did; one the revocation's take doomed did not, whatever a forged
+ * word let its A5 do afterwards. Its semadj follows the same answer.
+ */
+Test(engine_fast, the_question_after_a_revocation)
+{
+	struct fx_caller *a = fx_caller_new(fx_ns, 219, 0, 0);
+	struct fx_fast p;
+	struct fw_op done, doomed;
+	uint8_t ds[104] = { 0 };
+	int id = mkset(2, 0600);
+
+	setval(id, 0, 5);
+	setval(id, 1, 5);
+	prog_map(&p, a, id);
+	slow(a, id, 0, -1, SV_SEM_UNDO);
+	slow(a, id, 1, -1, SV_SEM_UNDO);
+	done = fx_fast_op(&p, 1, 0, -1, true);
+	done.hook = stop_hook;
+	stop_at = FW_AT_E2;
+	cr_assert_eq(fw_try(&done), FW_STOPPED);
+	doomed = fx_fast_op(&p, 2, 1, -1, true);
+	doomed.hook = stop_hook;
+	stop_at = FW_AT_A5;
+	cr_assert_eq(fw_try(&doomed), FW_STOPPED);
+	memcpy(ds + 20, &(uint32_t){ 0600 }, 4);
+	cr_assert_eq(fx_semctl(root, id, 0, SV_IPC_SET, (uint64_t)(uintptr_t)ds, NULL), 0);
+	cr_assert_eq(sv_fast_ask(&a->c, id, 1, p.m.serial), 1);
+	cr_assert_eq(sv_fast_ask(&a->c, id, 2, p.m.serial), 0);
+	cr_assert_eq(sv_fast_ask(&a->c, id, 64, p.m.serial), -EINVAL);
+	cr_assert_eq(VAL(id, 0), 3);
+	cr_assert_eq(VAL(id, 1), 4);
+	fx_fast_unmap(&p);
+	fx_caller_exit(a, NULL);
+	cr_assert_eq(VAL(id, 0), 5, "both units back: the counted operation's semadj was frozen");
+	cr_assert_eq(VAL(id, 1), 5, "one unit back: the doomed operation's entry was not");
 }

@@ -2,8 +2,9 @@
 /*
  * The engine with fast storage under threads: processes whose threads take and give units with
  * SEM_UNDO, on the fast path when it lets them and through the engine otherwise, while an
- * observer reads every value (which takes the words and dooms operations in flight), and each
- * process is killed once at a random step of a random fast operation. Nothing may be lost or
+ * observer reads every value (which takes the words and dooms operations in flight) and midway
+ * revokes every mapping with IPC_SET, and each process is killed once at a random step of a
+ * random fast operation. Nothing may be lost or
  * made up: once every process has exited, every semaphore is back at its starting value, and no
  * reader ever sees more units than exist.
  */
@@ -54,11 +55,12 @@ struct tthread {
 	struct fx_caller *fc;
 	unsigned slot;
 	unsigned seed;
-	long fast, slow;
+	long fast, slow, asked;
 };
 
 static int id;
 static atomic_bool done;
+static atomic_int progress; /* rounds done by all workers */
 static atomic_int bad_reads;
 
 static int kill_hook(void *arg, enum fw_step step)
@@ -115,9 +117,15 @@ static bool one_op(struct tthread *t, unsigned num, int d, bool kill_here)
 	case FW_STOPPED:
 		return false;
 	case FW_ASK:
-		break; /* the storage never moves here */
+		/* the observer's IPC_SET revoked the storage after this A5: did it count? */
+		if (sv_fast_ask(&t->fc->c, id, t->slot, pr->map.m.serial) == 1) {
+			fw_finish(&op);
+			t->asked++;
+			return true;
+		}
+		fw_abandon(&op);
+		return trapped(t, num, d);
 	}
-	cr_assert(false, "FW_ASK without a move");
 	return false;
 }
 
@@ -135,6 +143,7 @@ static void *worker(void *arg)
 			break;
 		if (!one_op(t, num, 1, kill))
 			break;
+		atomic_fetch_add_explicit(&progress, 1, memory_order_relaxed);
 	}
 	if (atomic_fetch_sub(&pr->running, 1) == 1) {
 		struct sv_wakeq wq;
@@ -154,9 +163,19 @@ static void *observer(void *arg)
 {
 	uint16_t vals[NSEMS];
 
+	uint8_t ds[104] = { 0 };
+	bool revoked = false;
+
 	(void)arg;
+	memcpy(ds + 20, &(uint32_t){ 0600 }, 4); /* IPC_SET to what it is: uid 0, gid 0, 0600 */
 	sv_thread_register();
 	while (!atomic_load(&done)) {
+		/* midway, every mapping is revoked: the workers go on through the engine */
+		if (!revoked && atomic_load(&progress) >= ROUNDS) {
+			revoked = true;
+			if (fx_semctl(root, id, 0, SV_IPC_SET, (uint64_t)(uintptr_t)ds, NULL) != 0)
+				atomic_fetch_add(&bad_reads, 1);
+		}
 		long r = fx_semctl(root, id, 0, SV_GETALL, (uint64_t)(uintptr_t)vals, NULL);
 
 		if (r != 0)
@@ -177,7 +196,7 @@ static void run(unsigned seed)
 	static struct tproc procs[PROCS];
 	static struct tthread threads[PROCS][THREADS];
 	pthread_t tids[PROCS][THREADS], obs;
-	long fast = 0, slow = 0;
+	long fast = 0, slow = 0, asked = 0;
 
 	srand(seed);
 	id = (int)sv_semget(&root->c, SV_IPC_PRIVATE, NSEMS, 0600);
@@ -186,6 +205,7 @@ static void run(unsigned seed)
 		cr_assert_eq(fx_semctl(root, id, i, SV_SETVAL, UNITS, NULL), 0);
 	atomic_store(&done, false);
 	atomic_store(&bad_reads, 0);
+	atomic_store(&progress, 0);
 	for (int p = 0; p < PROCS; p++) {
 		struct tproc *pr = &procs[p];
 
@@ -214,6 +234,7 @@ static void run(unsigned seed)
 			pthread_join(tids[p][k], NULL);
 			fast += threads[p][k].fast;
 			slow += threads[p][k].slow;
+			asked += threads[p][k].asked;
 		}
 	}
 	atomic_store(&done, true);
@@ -236,7 +257,8 @@ static void run(unsigned seed)
 	/* the fast path was taken, and so was the engine: both sides were tried */
 	cr_assert(fast > 0 && slow > 0, "fast %ld, trapped %ld", fast, slow);
 	if (getenv("FAST_STRESS_VERBOSE"))
-		fprintf(stderr, "seed %u: fast %ld, trapped %ld\n", seed, fast, slow);
+		fprintf(stderr, "seed %u: fast %ld, trapped %ld, asked %ld\n", seed, fast, slow,
+			asked);
 	cr_assert_eq(fx_semctl(root, id, 0, SV_IPC_RMID, 0, NULL), 0);
 }
 

@@ -206,6 +206,12 @@ struct sv_undo {
 	 * lock in complex mode, read under the lock covering any semaphore of the set.
 	 */
 	struct sv_fast_page *fpage;
+	/*
+	 * The storage last revoked while the process had a page in it, and the pending slots of
+	 * its operations that revocation doomed: what sv_fast_ask() answers. Under the set lock.
+	 */
+	uint64_t fast_gone;
+	uint64_t fast_doomed;
 	int16_t semadj[];
 };
 
@@ -397,6 +403,12 @@ void sv_fast_bump(struct sv_set *set, int num);
  * (global).
  */
 void sv_fast_exit(struct sv_set *set, struct sv_undo *un);
+/*
+ * IPC_SET: every mapping stops counting, and each process's page joins its undo list. A
+ * process that may still alter the set maps new storage, with its permission checked again.
+ * Caller holds the set lock (global).
+ */
+void sv_fast_revoke(struct sv_set *set);
 /*
  * The set is removed: every mapping stops counting. Caller holds ids_lock and the set lock
  * (global).

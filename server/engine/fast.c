@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine's side of the fast path: the supervisor's steps of server/engine/model/fastpath.pml
- * (take, give, copy, SETVAL, exit, and revoke as IPC_RMID does it), applied to a set's values.
+ * (take, give, copy, SETVAL, exit, freeze and revoke), applied to a set's values.
  *
  * A set gets fast storage on the first sv_fast_map() for it. From then on the engine and
  * programs share each semaphore's value through its word, and the engine keeps to one rule:
@@ -11,6 +11,12 @@
  * fast path, with what a reader must see published first, unless a parked operation names the
  * semaphore or a fast operation the take doomed is unresolved: then the engine keeps it, and
  * every operation on that semaphore comes to the engine, which does the wake-ups.
+ *
+ * Revocation drops the storage whole (IPC_RMID, and any IPC_SET, which may take alter
+ * permission away from a process mapping it): the set lives on with its values in semval, and a
+ * process still allowed to alter it maps new storage. Moving rather than patching is what the
+ * model checks; any IPC_SET rather than only a narrowing one keeps the permission test in one
+ * place, sv_fast_file(), at the cost of one new mapping per process after a rare call.
  *
  * Locking: a semaphore's fast state (struct sv_fast_sem, its bit in held) is under the lock
  * covering that semaphore, as its value is. Everything that names pages, and making or
@@ -52,6 +58,7 @@ struct sv_fast_page {
 };
 
 struct sv_fast {
+	uint64_t serial; /* unique to this storage (sv_fast_map.serial) */
 	struct sv_fastmem mem;
 	struct sv_fast_sem *sem;
 	/*
@@ -65,6 +72,8 @@ struct sv_fast {
 };
 
 /* ---- finding the storage ---- */
+
+static atomic_uint_fast64_t next_serial = 1;
 
 static struct sv_fast *_Atomic *fast_slot(struct sv_ns *ns, int idx, bool make)
 {
@@ -310,6 +319,18 @@ static void hold_all(struct sv_set *set, struct sv_fast *f)
 		sv_fast_hold(set, f, i);
 }
 
+/* The pending slot of pg's operation the take doomed on num, or -1. */
+static int doomed_slot(const struct sv_fast *f, const struct sv_fast_page *pg, int num)
+{
+	uint32_t page;
+	unsigned slot;
+
+	if (f->sem[num].doomed && fw_owner_of(f->sem[num].doomed, f->npages, &page, &slot) &&
+	    page == pg->idx)
+		return (int)slot;
+	return -1;
+}
+
 void sv_fast_exit(struct sv_set *set, struct sv_undo *un)
 {
 	struct sv_fast *f = sv_fast_of(set);
@@ -320,38 +341,56 @@ void sv_fast_exit(struct sv_set *set, struct sv_undo *un)
 	SV_ASSERT(sv_set_locked_global(set));
 	hold_all(set, f); /* dooms whatever operation of the page is still holding a word */
 	for (int i = 0; i < set->nsems && i < un->nsems; i++) {
-		struct sv_fast_sem *fs = &f->sem[i];
-		int slot = -1, adj;
-		uint32_t page;
-		unsigned k;
+		/* a doomed operation never happened: its entry is the one before it */
+		int adj =
+		    fw_entry_adj(fw_settled_entry(pg->mem.page, (unsigned)i, doomed_slot(f, pg, i)),
+				 f->sem[i].gen);
 
-		if (fs->doomed && fw_owner_of(fs->doomed, f->npages, &page, &k) && page == pg->idx)
-			slot = (int)k; /* it never happened: its entry is the one before it */
-		adj = fw_entry_adj(fw_settled_entry(pg->mem.page, (unsigned)i, slot), fs->gen);
 		un->semadj[i] = (int16_t)clamp_adj(un->semadj[i] + adj);
 	}
 	page_free(f, pg);
 }
 
-void sv_fast_remove(struct sv_set *set)
+/*
+ * revoke (fastpath.pml): no mapping of the storage counts from here on. Every page's epoch moves
+ * first, so that a fast operation past its E1 sees it at E2; then every word is taken, which
+ * dooms any operation still holding one. With `freeze`, each page's entries join its process's
+ * undo list, read once as they settle (fw_frozen_entry()), and what the take doomed is kept for
+ * the process's question (sv_fast_ask()). The storage then goes; the set lives on without it,
+ * its values in semval, until the next sv_fast_file(). Caller holds the set lock (global).
+ */
+static void drop_storage(struct sv_set *set, struct sv_fast *f, bool freeze)
 {
-	struct sv_fast *f = sv_fast_of(set);
-
-	if (!f)
-		return;
 	SV_ASSERT(sv_set_locked_global(set));
-	/*
-	 * Revoke: a fast operation past E1 sees the epoch move; one holding a word is doomed by
-	 * the take, and its E2 asks. Nothing the storage holds is read again.
-	 */
 	for (uint32_t i = 0; i < f->npages; i++)
 		if (f->pages[i])
 			atomic_fetch_add(&f->pages[i]->mem.page->epoch, 1);
-	for (int i = 0; i < set->nsems; i++)
-		fw_take(&f->mem.words[i]);
-	for (uint32_t i = 0; i < f->npages; i++)
-		if (f->pages[i])
-			page_free(f, f->pages[i]);
+	hold_all(set, f);
+	for (uint32_t p = 0; p < f->npages; p++) {
+		struct sv_fast_page *pg = f->pages[p];
+
+		if (!pg)
+			continue;
+		if (freeze) {
+			struct sv_undo *un = pg->un;
+
+			un->fast_gone = f->serial;
+			un->fast_doomed = 0;
+			for (int i = 0; i < set->nsems; i++) {
+				int slot = doomed_slot(f, pg, i), adj;
+
+				if (slot >= 0)
+					un->fast_doomed |= UINT64_C(1) << slot;
+				adj = fw_entry_adj(fw_frozen_entry(pg->mem.page, (unsigned)i, slot),
+						   f->sem[i].gen);
+				if (adj)
+					un->semadj[i] = (int16_t)clamp_adj(un->semadj[i] + adj);
+				if (adj && sv_jnl_on())
+					sv_jnl_adj(set, un, i);
+			}
+		}
+		page_free(f, pg);
+	}
 	/*
 	 * Every section that could have found f held a lock of the set: none is left, and no new
 	 * one finds it. Programs keep their mappings of the files, which the engine no longer reads.
@@ -364,6 +403,43 @@ void sv_fast_remove(struct sv_set *set)
 	free(f->held);
 	free(f->sem);
 	free(f);
+}
+
+void sv_fast_remove(struct sv_set *set)
+{
+	struct sv_fast *f = sv_fast_of(set);
+
+	if (f)
+		drop_storage(set, f, false); /* the undo lists go with the set */
+}
+
+void sv_fast_revoke(struct sv_set *set)
+{
+	struct sv_fast *f = sv_fast_of(set);
+
+	if (f)
+		drop_storage(set, f, true);
+}
+
+int sv_fast_ask(const struct sv_caller *c, int semid, unsigned slot, uint64_t serial)
+{
+	struct sv_undo *un;
+	struct sv_set *set;
+	int counted = 1;
+
+	if (slot >= FW_PENDING)
+		return -EINVAL;
+	rcu_read_lock();
+	set = sv_set_lookup(c->ns, semid);
+	un = set ? sv_undo_lookup(c, semid) : NULL;
+	if (un) {
+		sv_sem_lock(set, NULL, 0);
+		if (!set->deleted && un->semid == semid && un->fast_gone == serial)
+			counted = !((un->fast_doomed >> slot) & 1);
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	}
+	rcu_read_unlock();
+	return counted;
 }
 
 /* Operations parked before the set had storage name their semaphores too. Complex mode. */
@@ -402,6 +478,7 @@ static struct sv_fast *fast_get(struct sv_set *set, int *err)
 	*err = sv_fastmem_create(&f->mem, (unsigned)set->nsems);
 	if (*err)
 		goto fail;
+	f->serial = atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed);
 	/* The words start SLOW: the engine holds them all, and this section's end gives them. */
 	for (int i = 0; i < set->nsems; i++)
 		f->held[i / 64] |= UINT64_C(1) << (i % 64);
@@ -468,32 +545,17 @@ static struct sv_fast_page *page_new(struct sv_set *set, struct sv_fast *f, stru
 	return pg;
 }
 
-static int dup_all(const struct sv_fast *f, const struct sv_fast_page *pg, struct sv_fast_map *out)
-{
-	out->words_fd = fcntl(f->mem.words_fd, F_DUPFD_CLOEXEC, 0);
-	out->pub_fd = fcntl(f->mem.pub_fd, F_DUPFD_CLOEXEC, 0);
-	out->page_fd = fcntl(pg->mem.fd, F_DUPFD_CLOEXEC, 0);
-	if (out->words_fd >= 0 && out->pub_fd >= 0 && out->page_fd >= 0)
-		return 0;
-	int err = -errno;
-
-	if (out->words_fd >= 0)
-		close(out->words_fd);
-	if (out->pub_fd >= 0)
-		close(out->pub_fd);
-	if (out->page_fd >= 0)
-		close(out->page_fd);
-	return err;
-}
-
-int sv_fast_map(const struct sv_caller *c, int semid, struct sv_fast_map *out)
+int sv_fast_file(const struct sv_caller *c, int semid, enum sv_fast_file which,
+		 struct sv_fast_map *map)
 {
 	struct sv_fast_page *pg;
 	struct sv_undo *un;
 	struct sv_set *set;
 	struct sv_fast *f;
-	int err;
+	int err, src;
 
+	if ((unsigned)which >= SV_FAST_FILES)
+		return -EINVAL;
 	if (!c->proc || sv_jnl_on())
 		return -EOPNOTSUPP;
 	rcu_read_lock();
@@ -507,26 +569,43 @@ int sv_fast_map(const struct sv_caller *c, int semid, struct sv_fast_map *out)
 		goto out_rcu;
 	}
 	/* The page goes with the process's undo entry for the set: made here if need be. */
-	un = sv_undo_find_alloc(c, semid, &err);
-	if (!un)
+	un = which == SV_FAST_PAGE ? sv_undo_find_alloc(c, semid, &err) : sv_undo_lookup(c, semid);
+	if (!un) {
+		err = which == SV_FAST_PAGE ? err : -ENOENT;
 		goto out_rcu;
+	}
 	sv_sem_lock(set, NULL, 0);
 	if (set->deleted || un->semid == -1) {
 		err = -EIDRM;
 		goto out_unlock;
 	}
-	f = fast_get(set, &err);
-	if (!f)
-		goto out_unlock;
-	pg = un->fpage ? un->fpage : page_new(set, f, un, &err);
-	if (!pg)
-		goto out_unlock;
-	err = dup_all(f, pg, out);
-	if (err)
-		goto out_unlock;
-	out->nsems = (unsigned)set->nsems;
-	out->page = pg->idx;
-	out->epoch = atomic_load(&pg->mem.page->epoch);
+	if (which == SV_FAST_PAGE) {
+		f = fast_get(set, &err);
+		pg = !f ? NULL : un->fpage ? un->fpage : page_new(set, f, un, &err);
+		if (!pg)
+			goto out_unlock;
+		*map = (struct sv_fast_map){
+			.serial = f->serial,
+			.nsems = (uint32_t)set->nsems,
+			.page = pg->idx,
+			.epoch = atomic_load(&pg->mem.page->epoch),
+		};
+		src = pg->mem.fd;
+	} else {
+		f = sv_fast_of(set);
+		if (!f || f->serial != map->serial) {
+			err = -ESTALE;
+			goto out_unlock;
+		}
+		if (!un->fpage) {
+			err = -ENOENT;
+			goto out_unlock;
+		}
+		src = which == SV_FAST_WORDS ? f->mem.words_fd : f->mem.pub_fd;
+	}
+	err = fcntl(src, F_DUPFD_CLOEXEC, 0);
+	if (err < 0)
+		err = -errno;
 out_unlock:
 	sv_sem_unlock(set, SV_LOCK_GLOBAL);
 out_rcu:

@@ -335,25 +335,43 @@ const char *sv_semctl_cmd_name(int cmd);
 int sv_semop_revert(const struct sv_caller *c, int semid, const struct sv_sembuf *sops,
 		    unsigned int nsops, struct sv_wakeq *wq);
 /*
- * The fast path (server/engine/model/fastpath.pml): a set's storage for the calling process,
- * made on the first request. Every fd is the caller's to close; each file's size is its
- * length (sv_fastmem_*_len()).
- *   words_fd  the set's words, to map shared and writable
- *   pub_fd    what the engine publishes (struct fw_pub), opened read-only
- *   page_fd   the process's private page (struct fw_page), to map shared and writable
- *   page      its index (fw_owner(), fw_tag()); epoch: its epoch for this storage
- * Returns 0, or -EINVAL (no such set), -EACCES (no alter permission: the fast path only alters),
- * -EOPNOTSUPP (a journal is attached, whose records a fast operation would bypass; or no
- * process), -ENOSPC (no page index left), -ENOMEM, -EMFILE.
+ * The fast path (server/engine/model/fastpath.pml): a set's files for the calling process.
+ * Each is asked for alone, the page first, so that each can travel as the answer to one trapped
+ * call (SECCOMP_ADDFD_FLAG_SEND carries one file).
  */
-struct sv_fast_map {
-	int words_fd, pub_fd, page_fd;
-	unsigned int nsems;
-	uint32_t page;
-	uint64_t epoch;
+enum sv_fast_file {
+	SV_FAST_PAGE,  /* the process's private page (struct fw_page): map it shared, writable */
+	SV_FAST_WORDS, /* the set's words: shared, writable */
+	SV_FAST_PUB,   /* what the engine publishes (struct fw_pub): read-only */
+	SV_FAST_FILES
 };
 
-int sv_fast_map(const struct sv_caller *c, int semid, struct sv_fast_map *out);
+/* What the page's answer says; fixed-width, as a program reads it too. */
+struct sv_fast_map {
+	uint64_t serial; /* names the set's storage: the other files must be of the same */
+	uint32_t nsems;
+	uint32_t page;	/* the page's index (fw_owner(), fw_tag()) */
+	uint64_t epoch; /* the page's epoch for this storage */
+};
+
+/*
+ * A new fd for one of the files (the caller's to close; each file's size is its length,
+ * sv_fastmem_*_len()), or -errno. SV_FAST_PAGE makes the set's storage and the caller's page if
+ * need be and fills *map; the others read map->serial. Errors: -EINVAL (no such set, or no
+ * such file), -EACCES (no alter permission: the fast path only alters), -ESTALE (the
+ * storage map->serial names is gone: the set was removed), -ENOENT (the caller has no page
+ * yet), -EOPNOTSUPP (a journal is attached, whose records a fast operation would bypass; or
+ * no process), -ENOSPC (no page index left), -ENOMEM, -EMFILE.
+ */
+int sv_fast_file(const struct sv_caller *c, int semid, enum sv_fast_file which,
+		 struct sv_fast_map *map);
+/*
+ * A fast operation of the caller's pending slot `slot` on the storage `serial` names saw, after
+ * its A5 succeeded, that the storage was revoked (E2): did it count? 1 or 0 (then it did not
+ * happen: fw_abandon() and the trapped call), or -EINVAL (no such slot). A set removed since
+ * counts it: nothing can be seen of it after.
+ */
+int sv_fast_ask(const struct sv_caller *c, int semid, unsigned slot, uint64_t serial);
 
 /* Live SEM_UNDO entries in every namespace (adjustments still to apply at some exit). */
 long sv_undo_entries(void);

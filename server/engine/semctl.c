@@ -421,6 +421,7 @@ static long semctl_down(const struct sv_caller *c, int semid, int cmd,
 		SV_SET_RELAXED(&set->gid, gid);
 		SV_SET_RELAXED(&set->mode, ds->mode & 0777);
 		SV_SET_RELAXED(&set->ctime, sv_now());
+		sv_fast_revoke(set); /* whoever lost alter permission stops altering */
 		sv_jnl_perm(set);
 		sv_jnl_done(set, c->jid, 0);
 	}

@@ -275,14 +275,22 @@ static void *map_whole(int fd, size_t len, int prot)
 
 int fx_fast_map(struct fx_caller *fc, int id, struct fx_fast *p)
 {
-	int err = sv_fast_map(&fc->c, id, &p->m);
+	int fd[SV_FAST_FILES];
 
-	if (err)
-		return err;
+	for (int i = 0; i < SV_FAST_FILES; i++) {
+		fd[i] = sv_fast_file(&fc->c, id, (enum sv_fast_file)i, &p->m);
+		if (fd[i] < 0) {
+			int err = fd[i];
+
+			while (i-- > 0)
+				close(fd[i]);
+			return err;
+		}
+	}
+	p->page = map_whole(fd[SV_FAST_PAGE], sv_fastpage_len(p->m.nsems), PROT_READ | PROT_WRITE);
 	p->words =
-	    map_whole(p->m.words_fd, sv_fastmem_words_len(p->m.nsems), PROT_READ | PROT_WRITE);
-	p->pub = map_whole(p->m.pub_fd, sv_fastmem_pub_len(p->m.nsems), PROT_READ);
-	p->page = map_whole(p->m.page_fd, sv_fastpage_len(p->m.nsems), PROT_READ | PROT_WRITE);
+	    map_whole(fd[SV_FAST_WORDS], sv_fastmem_words_len(p->m.nsems), PROT_READ | PROT_WRITE);
+	p->pub = map_whole(fd[SV_FAST_PUB], sv_fastmem_pub_len(p->m.nsems), PROT_READ);
 	if (!p->words || !p->pub || !p->page)
 		abort(); /* the engine's own files: a test cannot go on without them */
 	return 0;
