@@ -120,7 +120,10 @@ BIN_CTL     = $(if $(CTL_SRC),$(O)/semvisorctl)
 HAVE_LXC   := $(shell pkg-config --exists lxc 2>/dev/null && echo 1)
 BIN_LXC     = $(if $(and $(HAVE_LXC),$(wildcard $(LXC_SRC))),$(O)/semvisor-lxc)
 BIN_KEEPER  = $(if $(wildcard $(KEEPER_SRC)),$(O)/semvisor-keeper)
-BINS        = $(BIN_RUN) $(BIN_DAEMON) $(BIN_CTL) $(BIN_LXC) $(BIN_KEEPER)
+# The fast path's preloaded library (semvisor-run --fast), beside semvisor-run.
+FASTLIB_SRC = $(wildcard interposer/preload/*.c)
+BIN_FASTLIB = $(if $(FASTLIB_SRC),$(O)/libsemvisor-fast.so)
+BINS        = $(BIN_RUN) $(BIN_DAEMON) $(BIN_CTL) $(BIN_LXC) $(BIN_KEEPER) $(BIN_FASTLIB)
 
 TEST_SRC    = $(wildcard tests/[0-9][0-9]-*.c)
 TEST_BIN    = $(patsubst tests/%.c,$(O)/tests/%,$(TEST_SRC))
@@ -180,6 +183,14 @@ LXC_LIB_OBJ = $(O)/server/handoff/msg.o $(O)/server/handoff/meta.o $(O)/server/h
 $(O)/client/semvisor-lxc.o: CPPFLAGS += $(shell pkg-config --cflags lxc 2>/dev/null)
 $(O)/semvisor-lxc: $(O)/client/semvisor-lxc.o $(LXC_LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_JSON) $(shell pkg-config --libs lxc 2>/dev/null)
+
+# The preloaded library goes into programs of every kind: no sanitizer (its runtime must come
+# first in a program, which a preloaded library cannot be) and nothing but libc.
+$(O)/libsemvisor-fast.so: $(FASTLIB_SRC) server/engine/fastword.h server/engine/sem.h \
+                          server/notify/fastabi.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -O2 -g -std=gnu11 $(WARN) -fPIC -shared -fvisibility=hidden \
+	      -o $@ $(FASTLIB_SRC)
 
 # semvisor-keeper stands alone: a service manager for one service needs nothing of the server.
 $(O)/semvisor-keeper: $(O)/client/semvisor-keeper.o
@@ -318,6 +329,8 @@ install: $(BINS)
 	$(if $(BIN_LXC),install -m 0755 $(BIN_LXC) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(BIN_DAEMON),install -m 0755 $(BIN_DAEMON) $(DESTDIR)$(PREFIX)/sbin/)
 	$(if $(BIN_KEEPER),install -m 0755 $(BIN_KEEPER) $(DESTDIR)$(PREFIX)/sbin/)
+	$(if $(BIN_FASTLIB),install -d $(DESTDIR)$(PREFIX)/lib/semvisor)
+	$(if $(BIN_FASTLIB),install -m 0644 $(BIN_FASTLIB) $(DESTDIR)$(PREFIX)/lib/semvisor/)
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	           $(DESTDIR)$(PREFIX)/share/man/man8
 	$(foreach m,$(MAN1),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man1/;)
@@ -329,7 +342,8 @@ install: $(BINS)
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/semvisor-run $(DESTDIR)$(PREFIX)/bin/semvisorctl \
 	      $(DESTDIR)$(PREFIX)/bin/semvisor-lxc \
-	      $(DESTDIR)$(PREFIX)/sbin/semvisord $(DESTDIR)$(PREFIX)/sbin/semvisor-keeper
+	      $(DESTDIR)$(PREFIX)/sbin/semvisord $(DESTDIR)$(PREFIX)/sbin/semvisor-keeper \
+	      $(DESTDIR)$(PREFIX)/lib/semvisor/libsemvisor-fast.so
 	$(foreach m,$(wildcard interposer/*.1 client/*.1),rm -f $(DESTDIR)$(PREFIX)/share/man/man1/$(notdir $(m));)
 	$(foreach m,$(wildcard server/daemon/*.5),rm -f $(DESTDIR)$(PREFIX)/share/man/man5/$(notdir $(m));)
 	$(foreach m,$(wildcard server/daemon/*.8 client/*.8),rm -f $(DESTDIR)$(PREFIX)/share/man/man8/$(notdir $(m));)

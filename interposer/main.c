@@ -63,6 +63,7 @@ struct options {
 	const char *control; /* control socket to serve, or NULL */
 	bool proc_view;	     /* trap opens: /proc/sysvipc/sem shows our sets (procview.h) */
 	bool crash_safe;     /* journal everything, restart a supervisor that dies */
+	bool fast;	     /* preload the fast path's library into PROGRAM */
 	enum {
 		BACKEND_AUTO,
 		BACKEND_NOTIFY,
@@ -107,6 +108,14 @@ static void usage(FILE *f)
 	       "                         (gdb, strace inside get EPERM), --proc-view and\n"
 	       "                         --crash-safe are not available, and with --daemon\n"
 	       "                         PROGRAM dies if semvisord stops\n"
+	       "      --fast             serve semop and semtimedop calls that can complete at\n"
+	       "                         once in PROGRAM itself, on memory shared with the\n"
+	       "                         supervisor, without a trapped call: LD_PRELOAD of\n"
+	       "                         libsemvisor-fast.so (beside semvisor-run, or in\n"
+	       "                         ../lib/semvisor). Statically linked programs, and\n"
+	       "                         calls that wait, wake or need the supervisor, are\n"
+	       "                         served as without it. Not with --crash-safe, whose\n"
+	       "                         journal must see every change\n"
 	       "      --crash-safe       if the embedded supervisor dies (kill -9 at any\n"
 	       "                         instant), start another that loses nothing: every\n"
 	       "                         change is journaled in memory semvisor-run keeps\n"
@@ -135,7 +144,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		OPT_CONTROL,
 		OPT_PROC_VIEW,
 		OPT_CRASH_SAFE,
-		OPT_BACKEND
+		OPT_BACKEND,
+		OPT_FAST
 	};
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
@@ -147,6 +157,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "proc-view", no_argument, NULL, OPT_PROC_VIEW },
 		{ "crash-safe", no_argument, NULL, OPT_CRASH_SAFE },
+		{ "fast", no_argument, NULL, OPT_FAST },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -206,6 +217,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_CRASH_SAFE:
 			o->crash_safe = true;
 			break;
+		case OPT_FAST:
+			o->fast = true;
+			break;
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto")) {
 				o->backend = BACKEND_AUTO;
@@ -261,6 +275,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 				"semvisord is crash-safe under a service manager (semvisord(8))\n");
 		exit(EXIT_SELF);
 	}
+	if (o->fast && o->crash_safe) {
+		fprintf(stderr, "semvisor-run: --fast changes values without a trapped call, which "
+				"the journal of --crash-safe would not see\n");
+		exit(EXIT_SELF);
+	}
 	if (o->backend == BACKEND_PTRACE && (o->crash_safe || o->proc_view)) {
 		fprintf(stderr, "semvisor-run: --backend=ptrace serves without --crash-safe or "
 				"--proc-view\n");
@@ -285,6 +304,39 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(EXIT_SELF);
+}
+
+/*
+ * --fast: the library goes first in PROGRAM's LD_PRELOAD (which the dynamic linker reads at
+ * each exec: every dynamically linked program of the tree gets it). Beside semvisor-run in a
+ * build, in ../lib/semvisor once installed.
+ */
+static void preload_fastlib(void)
+{
+	static const char *const where[] = { "libsemvisor-fast.so",
+					     "../lib/semvisor/libsemvisor-fast.so" };
+	char exe[PATH_MAX], lib[PATH_MAX + 64], *slash, *val;
+	const char *old = getenv("LD_PRELOAD");
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		die("--fast: cannot find where semvisor-run is: %s", strerror(errno));
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	*slash = 0;
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		snprintf(lib, sizeof(lib), "%s/%s", exe, where[i]);
+		if (access(lib, R_OK) == 0)
+			break;
+		lib[0] = 0;
+	}
+	if (!lib[0])
+		die("--fast: libsemvisor-fast.so is neither in %s nor in %s/../lib/semvisor", exe,
+		    exe);
+	if (old && *old && asprintf(&val, "%s:%s", lib, old) < 0)
+		die("out of memory");
+	if (setenv("LD_PRELOAD", old && *old ? val : lib, 1))
+		die("setenv: %s", strerror(errno));
 }
 
 static ssize_t read_full(int fd, void *buf, size_t len)
@@ -777,6 +829,8 @@ int main(int argc, char **argv)
 
 	parse_options(argc, argv, &o);
 	choose_backend(&o);
+	if (o.fast)
+		preload_fastlib();
 	/* Opened here, so that a bad path is said before PROGRAM runs; never PROGRAM's (CLOEXEC). */
 	if (o.trace_path && !(o.trace = fopen(o.trace_path, "we")))
 		die("cannot write %s: %s", o.trace_path, strerror(errno));

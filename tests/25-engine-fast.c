@@ -105,7 +105,7 @@ Test(engine_fast, map_checks_alter_permission)
 	cr_assert_eq(sv_fast_file(&root->c, id, SV_FAST_PUB, &m), -ESTALE);
 	prog_map(&p, root, id);
 	cr_assert_eq(p.m.serial, m.serial - 1);
-	cr_assert_eq(p.m.page, m.page, "one page per process and set");
+	cr_assert_eq(p.m.page, m.page, "the index of the page it replaced");
 	fx_fast_unmap(&p);
 	fx_caller_exit(other, NULL);
 }
@@ -254,6 +254,22 @@ static int stop_hook(void *arg, enum fw_step step)
 }
 
 /*
+ * A fast operation with SEM_UNDO by the thread in `slot`, stopped before step `at` as a thread
+ * preempted or killed there is: it can go on with fw_abandon() or fw_finish().
+ */
+static struct fw_op stopped_op(struct fx_fast *p, unsigned slot, unsigned num, int d,
+			       enum fw_step at)
+{
+	struct fw_op op = fx_fast_op(p, slot, num, d, true);
+
+	op.hook = stop_hook;
+	stop_at = at;
+	cr_assert_eq(fw_try(&op), FW_STOPPED);
+	op.hook = NULL;
+	return op;
+}
+
+/*
  * A fast operation stopped between its semadj entry (A4) and its value (A5), as a thread
  * preempted or killed there is: a trapped call takes the word and dooms it. Killed: the exit
  * finds its pending record and counts the entry from before it. Not killed: the thread's own
@@ -270,16 +286,12 @@ Test(engine_fast, doomed_operation)
 	prog_map(&p, a, id);
 	slow(a, id, 0, -1, SV_SEM_UNDO);
 	cr_assert_eq(fast(&p, 0, -1, true), FW_DONE);
-	op = fx_fast_op(&p, 3, 0, -1, true);
-	op.hook = stop_hook;
-	stop_at = FW_AT_A5;
-	cr_assert_eq(fw_try(&op), FW_STOPPED);
+	op = stopped_op(&p, 3, 0, -1, FW_AT_A5);
 	cr_assert_eq(VAL(id, 0), 8, "the stopped operation has not happened");
 	/* another thread of a (slot 0): the word stays with the engine while slot 3 is doomed */
 	slow(a, id, 0, 1, 0);
 	cr_assert_eq(fast(&p, 0, -1, true), FW_CALL);
 	/* slot 3 goes on: its A5 fails, it restores its entry and makes its trapped call */
-	op.hook = NULL;
 	cr_assert_eq(fw_abandon(&op), FW_CALL);
 	a->c.fast_slot = 3 + 1;
 	slow(a, id, 0, -1, SV_SEM_UNDO);
@@ -288,9 +300,7 @@ Test(engine_fast, doomed_operation)
 	cr_assert_eq(VAL(id, 0), 7);
 
 	/* stopped again, and killed there */
-	op = fx_fast_op(&p, 5, 0, -1, true);
-	op.hook = stop_hook;
-	cr_assert_eq(fw_try(&op), FW_STOPPED);
+	op = stopped_op(&p, 5, 0, -1, FW_AT_A5);
 	cr_assert_eq(VAL(id, 0), 7);
 	fx_fast_unmap(&p);
 	fx_caller_exit(a, NULL);
@@ -500,7 +510,6 @@ Test(engine_fast, the_question_after_a_revocation)
 {
 	struct fx_caller *a = fx_caller_new(fx_ns, 219, 0, 0);
 	struct fx_fast p;
-	struct fw_op done, doomed;
 	uint8_t ds[104] = { 0 };
 	int id = mkset(2, 0600);
 
@@ -509,14 +518,8 @@ Test(engine_fast, the_question_after_a_revocation)
 	prog_map(&p, a, id);
 	slow(a, id, 0, -1, SV_SEM_UNDO);
 	slow(a, id, 1, -1, SV_SEM_UNDO);
-	done = fx_fast_op(&p, 1, 0, -1, true);
-	done.hook = stop_hook;
-	stop_at = FW_AT_E2;
-	cr_assert_eq(fw_try(&done), FW_STOPPED);
-	doomed = fx_fast_op(&p, 2, 1, -1, true);
-	doomed.hook = stop_hook;
-	stop_at = FW_AT_A5;
-	cr_assert_eq(fw_try(&doomed), FW_STOPPED);
+	stopped_op(&p, 1, 0, -1, FW_AT_E2); /* counted */
+	stopped_op(&p, 2, 1, -1, FW_AT_A5); /* doomed by the revocation */
 	memcpy(ds + 20, &(uint32_t){ 0600 }, 4);
 	cr_assert_eq(fx_semctl(root, id, 0, SV_IPC_SET, (uint64_t)(uintptr_t)ds, NULL), 0);
 	cr_assert_eq(sv_fast_ask(&a->c, id, 1, p.m.serial), 1);
@@ -528,4 +531,31 @@ Test(engine_fast, the_question_after_a_revocation)
 	fx_caller_exit(a, NULL);
 	cr_assert_eq(VAL(id, 0), 5, "both units back: the counted operation's semadj was frozen");
 	cr_assert_eq(VAL(id, 1), 5, "one unit back: the doomed operation's entry was not");
+}
+
+/*
+ * exec ends the other threads wherever they are, a fast operation included, and the new image
+ * maps the set again. Its page request settles the old page as an exit would: the operation a
+ * thread was in when exec ended it did not happen, and nothing of the old page is lost.
+ */
+Test(engine_fast, a_new_image_settles_the_old_page)
+{
+	struct fx_caller *a = fx_caller_new(fx_ns, 220, 0, 0);
+	struct fx_fast p, q;
+	int id = mkset(1, 0600);
+
+	setval(id, 0, 10);
+	prog_map(&p, a, id);
+	slow(a, id, 0, -1, SV_SEM_UNDO);
+	cr_assert_eq(fast(&p, 0, -1, true), FW_DONE);
+	/* its entry written, not its value: the exec ends the thread there */
+	stopped_op(&p, 1, 0, -1, FW_AT_A5);
+	prog_map(&q, a, id);
+	slow(a, id, 0, -1, SV_SEM_UNDO);
+	cr_assert_eq(fast(&q, 0, -1, true), FW_DONE);
+	cr_assert_eq(VAL(id, 0), 6);
+	fx_fast_unmap(&p);
+	fx_fast_unmap(&q);
+	fx_caller_exit(a, NULL);
+	cr_assert_eq(VAL(id, 0), 10, "4 units taken with SEM_UNDO, 4 back");
 }

@@ -6,9 +6,9 @@
  * program checks what the kernel is known to do and exits 1 when it does not, so a program that
  * has drifted from the kernel is caught here as a broken test, not as a semvisor bug.
  *
- * One Test() per program (and argument set) and way of trapping calls (run_diff: seccomp user
- * notification; run_diff_ptrace: --backend=ptrace), so a failure names the behaviour and the
- * backend. On a mismatch both outputs are printed in full, with the first differing line in the
+ * One Test() per program (and argument set) and way of serving calls (run_diff: seccomp user
+ * notification; run_diff_ptrace: --backend=ptrace; run_diff_fast: --fast, the fast path's
+ * library preloaded), so a failure names the behaviour and the way. On a mismatch both outputs are printed in full, with the first differing line in the
  * assertion message.
  */
 #include <criterion/criterion.h>
@@ -17,6 +17,8 @@
 
 TestSuite(run_diff, .fini = run_cleanup, .timeout = 90);
 TestSuite(run_diff_ptrace, .fini = run_cleanup, .timeout = 90);
+
+TestSuite(run_diff_fast, .init = run_allow_preload, .fini = run_cleanup, .timeout = 90);
 
 static void show_output(const char *what, const struct run_result *r)
 {
@@ -77,6 +79,10 @@ static void diff_args(const char *prog, const char *const *args, int timeout_s, 
 	{                                                                                          \
 		diff_args(prog, (const char *const[]){ __VA_ARGS__ NULL }, timeout_s,              \
 			  "--backend=ptrace");                                                     \
+	}                                                                                          \
+	Test(run_diff_fast, name)                                                                  \
+	{                                                                                          \
+		diff_args(prog, (const char *const[]){ __VA_ARGS__ NULL }, timeout_s, "--fast");   \
 	}
 
 /* every semctl command and error, and the semget rules */

@@ -5,7 +5,7 @@
  * parent kills, stops and signals them at random; at the end the values must add up to the
  * initial total again and nobody may be left asleep. Run natively first (the invariant must hold
  * there, or the test itself is wrong), then under semvisor-run, with the default worker pool,
- * with a single worker thread, and through the ptrace backend.
+ * with a single worker thread, through the ptrace backend, and with the fast path (--fast).
  */
 #include <criterion/criterion.h>
 
@@ -58,4 +58,13 @@ Test(run_stress, conservation_one_worker)
 Test(run_stress, conservation_ptrace)
 {
 	stress("5000", "8", "--backend=ptrace");
+}
+
+/*
+ * The same with the fast path's library preloaded: SEM_UNDO takes and give-backs run in the
+ * workers' own memory where they can, and kill -9 lands at any step of them.
+ */
+Test(run_stress, conservation_fast)
+{
+	stress("5000", "8", "--fast");
 }

@@ -30,7 +30,8 @@ make -s install O="$O" DESTDIR="$dest/root" PREFIX=/usr >/dev/null
 for f in usr/bin/semvisor-run usr/bin/semvisorctl usr/sbin/semvisord usr/sbin/semvisor-keeper \
 	usr/share/man/man1/semvisor-run.1 usr/share/man/man1/semvisorctl.1 \
 	usr/share/man/man5/semvisord.conf.5 usr/share/man/man8/semvisord.8 \
-	usr/share/man/man8/semvisor-keeper.8 usr/lib/systemd/system/semvisord.service \
+	usr/share/man/man8/semvisor-keeper.8 usr/lib/semvisor/libsemvisor-fast.so \
+	usr/lib/systemd/system/semvisord.service \
 	usr/lib/systemd/system/semvisord.socket usr/lib/systemd/system/semvisord-control.socket \
 	usr/lib/systemd/system/semvisor-metrics.service usr/lib/systemd/system/semvisor-metrics.timer \
 	usr/lib/tmpfiles.d/semvisor.conf usr/lib/sysusers.d/semvisor.conf \

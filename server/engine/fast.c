@@ -581,7 +581,13 @@ int sv_fast_file(const struct sv_caller *c, int semid, enum sv_fast_file which,
 	}
 	if (which == SV_FAST_PAGE) {
 		f = fast_get(set, &err);
-		pg = !f ? NULL : un->fpage ? un->fpage : page_new(set, f, un, &err);
+		/*
+		 * A process asks again only from a new image (exec), whose threads of the old one
+		 * are gone mid-operation perhaps: those operations end as at an exit.
+		 */
+		if (f && un->fpage)
+			sv_fast_exit(set, un);
+		pg = f ? page_new(set, f, un, &err) : NULL;
 		if (!pg)
 			goto out_unlock;
 		*map = (struct sv_fast_map){

@@ -356,8 +356,10 @@ struct sv_fast_map {
 
 /*
  * A new fd for one of the files (the caller's to close; each file's size is its length,
- * sv_fastmem_*_len()), or -errno. SV_FAST_PAGE makes the set's storage and the caller's page if
- * need be and fills *map; the others read map->serial. Errors: -EINVAL (no such set, or no
+ * sv_fastmem_*_len()), or -errno. SV_FAST_PAGE makes the set's storage if need be and a new page
+ * for the caller, and fills *map; the others read map->serial. A process asks for the page once
+ * per image: asking again ends every fast operation of its old page as its exit would (the
+ * threads of an image that exec ended may have been in one), and the old page goes. Errors: -EINVAL (no such set, or no
  * such file), -EACCES (no alter permission: the fast path only alters), -ESTALE (the
  * storage map->serial names is gone: the set was removed), -ENOENT (the caller has no page
  * yet), -EOPNOTSUPP (a journal is attached, whose records a fast operation would bypass; or

@@ -28,8 +28,10 @@
 #include <sys/syscall.h> /* __X32_SYSCALL_BIT */
 #include <unistd.h>
 
+#include "engine/fastword.h"
 #include "lock/xpthread.h"
 #include "notify/exits.h"
+#include "notify/fastabi.h"
 #include "notify/ident.h"
 #include "notify/listener.h"
 #include "notify/parked.h"
@@ -117,6 +119,8 @@ struct call_ctx {
 	} pre[2];
 	int npre;
 	size_t moved; /* bytes of the caller's memory read and written: the call's weight */
+	int fd;	      /* a file to answer with (a fast path request), when has_fd */
+	bool has_fd;
 	struct timespec ts;
 	struct sv_sembuf sops[PREFETCH_SOPS];
 };
@@ -497,8 +501,35 @@ static long call_semop(struct nt_worker *wk, struct call_ctx *cx, const struct s
 	sv_ns_limits(cx->id.ns->ns, &lim);
 	if ((unsigned int)args[2] > (unsigned int)lim.semopm)
 		nt_ns_sync(cx->id.ns);
+	if (nr == NR_SEMTIMEDOP && args[5] == SV_FAST_MARK && (args[4] & 0xff) >= 1 &&
+	    (args[4] & 0xff) <= FW_PENDING)
+		cx->c.fast_slot = (unsigned int)(args[4] & 0xff);
 	return sv_semtimedop(&cx->c, (int)args[0], args[1], (unsigned int)args[2],
 			     nr == NR_SEMTIMEDOP ? args[3] : 0, park, wq);
+}
+
+/*
+ * The fast path's request for one of a set's files (fastabi.h): 0 with cx->fd to answer with,
+ * or -errno.
+ */
+static long call_fast_file(struct call_ctx *cx, const uint64_t *args)
+{
+	enum sv_fast_file which = (enum sv_fast_file)(int)args[1];
+	struct sv_fast_map map = { 0 };
+	int fd;
+
+	if (which != SV_FAST_PAGE && op_read(&cx->c, args[3], &map, sizeof(map)))
+		return -EFAULT;
+	fd = sv_fast_file(&cx->c, (int)args[0], which, &map);
+	if (fd < 0)
+		return fd;
+	if (which == SV_FAST_PAGE && op_write(&cx->c, args[3], &map, sizeof(map))) {
+		close(fd); /* the page stays the process's until it exits */
+		return -EFAULT;
+	}
+	cx->fd = fd;
+	cx->has_fd = true;
+	return 0;
 }
 
 static long call_semctl(struct nt_worker *wk, struct call_ctx *cx, const uint64_t *args,
@@ -506,6 +537,16 @@ static long call_semctl(struct nt_worker *wk, struct call_ctx *cx, const uint64_
 {
 	int cmd = (int)args[2];
 	long rc;
+
+	if (cmd == SV_FAST_CMD)
+		return call_fast_file(cx, args);
+	if (cmd == SV_FAST_ASK) {
+		struct sv_fast_map map;
+
+		if (op_read(&cx->c, args[3], &map, sizeof(map)))
+			return -EFAULT;
+		return sv_fast_ask(&cx->c, (int)args[0], (unsigned int)args[1], map.serial);
+	}
 
 	NT_ADD(&wk->stats, semctl_cmds[(unsigned int)cmd < NT_NCMDS ? cmd : NT_NCMDS], 1);
 	switch (cmd) {
@@ -587,7 +628,19 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 		val = -ENOMEM;
 	}
 	sv_kp(SV_KP_COMMITTED);
-	rc = nt_answer(cx->l, n->id, val, 0);
+	if (cx->has_fd && val == 0) {
+		/* the file and the answer in one step: its number is the call's result */
+		rc = nt_answer_fd(cx->l, n->id, cx->fd, true);
+		val = rc;
+		rc = rc < 0 ? rc : 0;
+		if (rc == -ENOENT) {
+			/* interrupted: it took no file, and a restart must ask again, not take 0 */
+			NT_ADD(&wk->stats, stale, 1);
+			return;
+		}
+	} else {
+		rc = nt_answer(cx->l, n->id, val, 0);
+	}
 	if (rc == 0) {
 		nt_count_answer(&wk->stats, val);
 		int64_t took = nt_now_ns() - t0;
@@ -706,6 +759,8 @@ static void serve_sem(struct nt_worker *wk, struct nt_listener *l, const struct 
 		parked = park_call(wk, &cx, n, t0, &park, &val);
 	if (!parked)
 		answer_call(wk, &cx, n, nr, val, t0, &wq);
+	if (cx.has_fd)
+		close(cx.fd);
 	xunlock(&thr->lock);
 	if (!parked)
 		nt_trace(s, thr->tid, nr, args, val, val == -SV_EGONE ? " (caller gone)" : "");

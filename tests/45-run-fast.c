@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * semvisor-run --fast beyond what the differential suite compares (40-run-diff's run_diff_fast
+ * runs every program there with it): that the fast path really serves the calls it may, with
+ * kill -9 landing in them (tests/prog/fast-kill.c); that the library, preloaded where no
+ * supervisor serves, leaves the kernel to answer; and the options it refuses.
+ */
+#include <criterion/criterion.h>
+
+#include "tests/run-harness.h"
+
+TestSuite(run_fast, .init = run_allow_preload, .fini = run_cleanup, .timeout = 90);
+
+#define VERDICT "workers killed at random; every unit back: yes\n"
+
+/* A number after `label` in text, or -1. */
+static long number_after(const char *text, const char *label)
+{
+	const char *p = strstr(text, label);
+
+	return p ? strtol(p + strlen(label), NULL, 10) : -1;
+}
+
+/*
+ * Natively, then under --fast: every unit comes back after hundreds of kills, and the fast path
+ * served nearly every operation (trapped semtimedop calls, which --stats counts, are a small
+ * part of the operations the program counted).
+ */
+Test(run_fast, kills_during_fast_operations)
+{
+	struct run_spec s = {
+		.prog = "fast-kill", .args = { "2000" }, .split = true, .timeout_ms = 30000
+	};
+	struct run_result native, fast;
+	long ops, trapped, killed;
+
+	run(&s, &native);
+	cr_assert(!native.timed_out && WIFEXITED(native.status) && WEXITSTATUS(native.status) == 0,
+		  "the native run failed: %s%s", native.out, native.err);
+	cr_assert_str_eq(native.out, VERDICT);
+	s.confined = true;
+	s.opts[0] = "--fast";
+	s.opts[1] = "--stats";
+	run(&s, &fast);
+	cr_assert(!fast.timed_out, "under --fast: timed out");
+	cr_assert_str_eq(fast.out, VERDICT, "under --fast: %s (stderr: %s)", fast.out, fast.err);
+	cr_assert(WIFEXITED(fast.status) && WEXITSTATUS(fast.status) == 0);
+	ops = number_after(fast.err, "fast-kill: ");
+	killed = number_after(fast.err, "operations, ");
+	trapped = number_after(fast.err, "semtimedop ");
+	cr_assert(ops > 0 && trapped >= 0 && killed > 0, "stderr: %s", fast.err);
+	cr_assert(trapped * 10 < ops, "%ld of %ld operations were trapped calls: %s", trapped, ops,
+		  fast.err);
+	run_free(&native);
+	run_free(&fast);
+}
+
+/*
+ * The library where nothing serves the program: the kernel answers its request for a set
+ * (EINVAL), so it stays out of the way, and the program runs as it would without it.
+ */
+Test(run_fast, the_library_without_a_supervisor)
+{
+	struct run_spec s = {
+		.prog = "fast-kill", .args = { "500" }, .split = true, .timeout_ms = 30000
+	};
+	struct run_result r;
+	char lib[PATH_MAX];
+
+	snprintf(lib, sizeof(lib), "%s/libsemvisor-fast.so", run_dir());
+	cr_assert_eq(access(lib, R_OK), 0, "%s: %s", lib, strerror(errno));
+	setenv("LD_PRELOAD", lib, 1);
+	run(&s, &r);
+	unsetenv("LD_PRELOAD");
+	cr_assert_str_eq(r.out, VERDICT, "%s%s", r.out, r.err);
+	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	run_free(&r);
+}
+
+/* --fast with --crash-safe: refused, since its journal would not see a fast operation */
+Test(run_fast, not_with_crash_safe)
+{
+	struct run_spec s = { .prog = "fast-kill",
+			      .args = { "100" },
+			      .confined = true,
+			      .opts = { "--fast", "--crash-safe" } };
+	struct run_result r;
+
+	run(&s, &r);
+	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 125, "%s", r.out);
+	cr_assert(strstr(r.out, "--crash-safe") != NULL, "%s", r.out);
+	run_free(&r);
+}
