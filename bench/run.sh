@@ -177,6 +177,9 @@ RUN_ROW=(--run-under=semvisor-run "$RUN" --)
 # every workload, beside the notify backend's.
 PTRACE_ROW=(--run-under=semvisor-run-ptrace "$RUN" --backend=ptrace --)
 GLOBAL_ROW=(--run-under=semvisor-run-global "$GLOBAL/semvisor-run" --)
+# The fast path (semvisor-run --fast): operations that complete at once never leave the program.
+FAST_ROW=(--run-under=semvisor-run-fast "$RUN" --fast --)
+[ -f "$O/libsemvisor-fast.so" ] || die "missing $O/libsemvisor-fast.so: build it first (make all)"
 
 # ---- who else is using the CPUs ----------------------------------------------------------------
 # The load average counts the benchmark's own threads too (16 spinning in locks, 4000 waking in
@@ -250,11 +253,11 @@ Q=()
 [ "$MODE" = quick ] && Q=(--quick)
 
 step floor "$O/bench/floor" "${Q[@]}" --out "$RES/floor.tsv" "${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" \
-	"${JOURNAL_ROW[@]}" "${PTRACE_ROW[@]}"
+	"${JOURNAL_ROW[@]}" "${PTRACE_ROW[@]}" "${FAST_ROW[@]}"
 # The same with everything on one CPU: on this VM the cost of a round trip depends on whether the
 # answering thread runs on the caller's CPU (floor.md), and unpinned rows flip between the two.
 step floor_same "$O/bench/floor" "${Q[@]}" --cpu-pin=same --out "$RES/floor_same.tsv" \
-	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${JOURNAL_ROW[@]}" "${PTRACE_ROW[@]}"
+	"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${JOURNAL_ROW[@]}" "${PTRACE_ROW[@]}" "${FAST_ROW[@]}"
 step engine "$O/bench/engine" "${Q[@]}" --out "$RES/engine.tsv"
 step engine_global "$GLOBAL/bench/engine" "${Q[@]}" --out "$RES/engine_global.tsv"
 step fastword "$O/bench/fastword" "${Q[@]}" --out "$RES/fastword.tsv"
@@ -266,22 +269,23 @@ fi
 if [ "$MODE" = full ]; then
 	step semop_multi "$O/bench/semop_multi" --out "$RES/semop_multi.tsv" \
 		--compare semvisor-run/semvisor-run-global "${RUN_ROW[@]}" "${GLOBAL_ROW[@]}" \
-		"${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}"
+		"${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}" "${FAST_ROW[@]}"
 	step lockunlock "$O/bench/lockunlock" --out "$RES/lockunlock.tsv" "${RUN_ROW[@]}" \
-		"${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}"
+		"${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}" "${FAST_ROW[@]}"
 else
 	step semop_multi "$O/bench/semop_multi" --quick --out "$RES/semop_multi.tsv" \
-		"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}"
+		"${RUN_ROW[@]}" "${DAEMON_ROWS[@]}" "${PTRACE_ROW[@]}" "${FAST_ROW[@]}"
 	step lockunlock "$O/bench/lockunlock" --quick --out "$RES/lockunlock.tsv" "${RUN_ROW[@]}" \
-		"${PTRACE_ROW[@]}"
+		"${PTRACE_ROW[@]}" "${FAST_ROW[@]}"
 fi
 step bulkwake "$O/bench/bulkwake" "${Q[@]}" --out "$RES/bulkwake.tsv" "${RUN_ROW[@]}" \
-	"${PTRACE_ROW[@]}"
+	"${PTRACE_ROW[@]}" "${FAST_ROW[@]}"
 step listeners ./bench/listeners.sh "$O" "$RES/listeners.tsv"
 # Its own daemon too: one whose agent socket the greedy tenants (other uids) can reach.
 rm -f "$RES/tenants.tsv" # the goal must not be read from an earlier run's file
 step tenants env SEMVISORD="$SEMVISORD" ./bench/tenants.sh "$O" "$RES/tenants.tsv" "${Q[@]}"
-step scale "$O/bench/scale" "${Q[@]}" --out "$RES/scale.tsv" "${RUN_ROW[@]}" "${PTRACE_ROW[@]}"
+step scale "$O/bench/scale" "${Q[@]}" --out "$RES/scale.tsv" "${RUN_ROW[@]}" "${PTRACE_ROW[@]}" \
+	"${FAST_ROW[@]}"
 if [ "$MODE" = full ]; then
 	step openview "$O/bench/openview" --rounds 7 --run "$RUN"
 else
@@ -432,6 +436,8 @@ section() { # section NAME TITLE [fence]
 		prr=$(ratio "$(tsv_get "$RES/$f.tsv" semvisor-run-ptrace 2)" \
 			"$(tsv_get "$RES/$f.tsv" ptrace+read+creds 2)")
 		echo "| (what a tracer must read per call, the arch, the sembuf and the credentials: ptrace+read+creds is ${prc:-NA}x the bare stop; semvisor-run --backend=ptrace against it, $f) | ${prr:-NA}x | information |"
+		fn=$(ratio "$(tsv_get "$RES/$f.tsv" semvisor-run-fast 2)" "$(tsv_get "$RES/$f.tsv" native 2)")
+		echo "| semvisor-run --fast uncontended faster than the kernel's semop: < 1.0x native ($f, $how) | ${fn:-NA}x | $(verdict "${fn:-NA}" '<=' 0.99) |"
 		if [ "$SEMVISORD" != none ]; then
 			dp=$(ratio "$(tsv_get "$RES/$f.tsv" semvisord-ptrace 2)" "$(tsv_get "$RES/$f.tsv" ptrace 2)")
 			echo "| semvisord tracing its client uncontended <= 1.15x the bare ptrace floor ($f, $dhow) | ${dp:-NA}x | $(verdict "${dp:-NA}" '<=' 1.15) |"
@@ -463,6 +469,11 @@ section() { # section NAME TITLE [fence]
 		bm=$(tsv_get "$RES/engine.tsv" "mib_32000_${k%%:*}" 2)
 		echo "| engine ${k#*:} within 8 MiB, namespace included (engine) | ${bm:-NA} MiB | $(verdict "${bm:-NA}" '<=' 8) |"
 	done
+	# the fast path on the lock/unlock workload: below native alone, within 2x where it contends
+	l1=$(awk -F'\t' '$1 == "semvisor-run-fast" && $2 == 1 { printf "%.2f", $8; exit }' "$RES/lockunlock.tsv" 2>/dev/null)
+	echo "| semvisor-run --fast uncontended below native (lockunlock, P = 1) | ${l1:-NA}x | $(verdict "${l1:-NA}" '<=' 0.99) |"
+	lc=$(awk -F'\t' '$1 == "semvisor-run-fast" && $2 > 1 && $8 > m { m = $8 } END { if (m) printf "%.2f", m; else print "NA" }' "$RES/lockunlock.tsv" 2>/dev/null)
+	echo "| semvisor-run --fast contended within 2x native: the worst P > 1 (lockunlock) | ${lc:-NA}x | $(verdict "${lc:-NA}" '<=' 2.0) |"
 	bl=$(awk -F'\t' '$1 == "semvisor-run" && $2 == 1000 { a = $3 } $1 == "semvisor-run" && $2 == 4000 { b = $3 } END { if (a > 0 && b > 0) printf "%.2f", b / a; else print "NA" }' "$RES/bulkwake.tsv" 2>/dev/null)
 	echo "| bulk wake-up linear under semvisor-run: last(4000) <= 4.5x last(1000) (bulkwake) | ${bl}x | $(verdict "$bl" '<=' 4.5) |"
 	for c in sets bigset waiters; do
