@@ -2,8 +2,10 @@
 /*
  * semvisor-run --fast beyond what the differential suite compares (40-run-diff's run_diff_fast
  * runs every program there with it): that the fast path really serves the calls it may, with
- * kill -9 landing in them (tests/prog/fast-kill.c); that the library, preloaded where no
- * supervisor serves, leaves the kernel to answer; and the options it refuses.
+ * kill -9 landing in them (tests/prog/fast-kill.c); that a program scribbling over the memory
+ * it was handed reaches nothing it could not reach with system calls, and nothing at all once
+ * revoked (tests/prog/fast-hostile.c); that the library, preloaded where no supervisor serves,
+ * leaves the kernel to answer; and the options it refuses.
  */
 #include <criterion/criterion.h>
 
@@ -89,5 +91,32 @@ Test(run_fast, not_with_crash_safe)
 	run(&s, &r);
 	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 125, "%s", r.out);
 	cr_assert(strstr(r.out, "--crash-safe") != NULL, "%s", r.out);
+	run_free(&r);
+}
+
+/*
+ * A program writing what it likes into the memory --fast handed it (tests/prog/fast-hostile.c):
+ * another process's semadj stays whole, and after IPC_SET to another user's 0600 or IPC_RMID
+ * what it writes into its old mapping changes nothing.
+ */
+Test(run_fast, a_hostile_program)
+{
+	struct run_spec s = {
+		.prog = "fast-hostile", .confined = true, .opts = { "--fast" }, .timeout_ms = 30000
+	};
+	struct run_result r;
+
+	run(&s, &r);
+	cr_assert(!r.timed_out, "timed out: %s", r.out);
+	cr_assert_str_eq(r.out, "scribbler: exited 0\n"
+				"victim: exited 0\n"
+				"the victim's 3 units came back: yes\n"
+				"after IPC_SET to another user's 0600, its semop: EACCES\n"
+				"process: exited 0\n"
+				"its write into the old mapping changed nothing: 5\n"
+				"after IPC_RMID and a new set of the same id, its semop: 0\n"
+				"process: exited 0\n"
+				"the new set: 7, less that semop's unit: 6\n");
+	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
 	run_free(&r);
 }
