@@ -200,6 +200,8 @@ static json_t *json_stats_doc(const Semvisor__Stats *s)
 		oom();
 	if (doc && json_object_set_new(doc, "bulk_calls", ju64(s->bulk_calls)))
 		oom();
+	if (doc && json_object_set_new(doc, "fast_ops", ju64(s->fast_ops)))
+		oom();
 	if (doc && s->n_clients) {
 		json_t *clients = json_array();
 
@@ -247,7 +249,7 @@ void json_sets(FILE *f, const Semvisor__SetList *l)
 
 void json_set(FILE *f, const Semvisor__SetDetail *d)
 {
-	json_t *sems = json_array();
+	json_t *sems = json_array(), *set;
 
 	for (size_t i = 0; i < d->n_sems; i++) {
 		const Semvisor__Semaphore *m = d->sems[i];
@@ -259,8 +261,10 @@ void json_set(FILE *f, const Semvisor__SetDetail *d)
 				  "ops", ju64(m->nops), "waits", ju64(m->nwaits), "lock_spun",
 				  ju64(m->lock_spun), "lock_slept", ju64(m->lock_slept)));
 	}
-	json_print(f, json_pack("{s:o, s:o}", "set", d->set ? json_set_info(d->set) : json_null(),
-				"semaphores", sems));
+	set = d->set ? json_set_info(d->set) : json_null();
+	if (d->set && json_object_set_new(set, "fast_ops", ju64(d->set->fast_ops)))
+		oom();
+	json_print(f, json_pack("{s:o, s:o}", "set", set, "semaphores", sems));
 }
 
 void json_clients(FILE *f, Semvisor__Client *const *c, size_t n)

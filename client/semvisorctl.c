@@ -306,7 +306,9 @@ static const struct cmd cmds[] = {
 	  "buckets[{le_ns, count}], le_ns null for the open-ended last bucket), listeners,\n"
 	  "processes_exited, namespaces_ended, budget_refused (calls the memory budget\n"
 	  "refused) and budget_refused_kind (semaphores, sets, undos, waiters, namespaces:\n"
-	  "by the bound that refused), lock and namespaces.\n" },
+	  "by the bound that refused), bulk_calls, fast_ops (semops programs did in their\n"
+	  "own memory with semvisor-run --fast, counted as each process's page for a set\n"
+	  "went), lock and namespaces.\n" },
 	{ "ipcs", cmd_ipcs, 0, O_JSON | O_NS, "ipcs [--ns NAME] [--json]",
 	  "List the semaphore sets, as ipcs -s does, in every namespace (or only NAME):\n"
 	  "NAMESPACE, KEY (hex), SEMID, OWNER, PERMS (octal), NSEMS, LAST-SEMOP and\n"
@@ -325,13 +327,15 @@ static const struct cmd cmds[] = {
 	  "semaphore: SEMNUM, VALUE, NCNT (waiting for it to grow), ZCNT (waiting for\n"
 	  "zero), PID (the last process to operate on it, in the server's pid namespace),\n"
 	  "OPS (completed operations on it), WAITS (operations that waited on it), and\n"
-	  "its lock's contention. Ids are per namespace: when several namespaces have a\n"
-	  "set ID, name one with --ns (the error lists them). Only for a set whose\n"
-	  "permissions let you read it, as semctl checks them (root and the server's user\n"
-	  "read every set); another is refused with exit status 4.\n"
+	  "its lock's contention; and the semops programs did on it in their own memory\n"
+	  "(semvisor-run --fast), as they counted them, which OPS leaves out. Ids are per\n"
+	  "namespace: when several namespaces have a set ID, name one with --ns (the\n"
+	  "error lists them). Only for a set whose permissions let you read it, as semctl\n"
+	  "checks them (root and the server's user read every set); another is refused\n"
+	  "with exit status 4.\n"
 	  "\n"
-	  "With --json: {\"set\": {as in ipcs}, \"semaphores\": [{num, value, pid, ncnt,\n"
-	  "zcnt, ops, waits, lock_spun, lock_slept}]}.\n" },
+	  "With --json: {\"set\": {as in ipcs, and fast_ops}, \"semaphores\": [{num,\n"
+	  "value, pid, ncnt, zcnt, ops, waits, lock_spun, lock_slept}]}.\n" },
 	{ "clients", cmd_clients, 0, O_JSON, "clients [--json]",
 	  "List the clients served: each program tree started with semvisor-run and each\n"
 	  "container, with its namespace (the fixed one, else the IPC namespace it was\n"

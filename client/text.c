@@ -206,6 +206,9 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 		(unsigned long long)s->budget_refused_namespaces);
 	fprintf(f, "%-13s %llu calls of heavy clients, served apart\n", "bulk lane",
 		(unsigned long long)s->bulk_calls);
+	if (s->fast_ops)
+		fprintf(f, "%-13s %llu semops done in the programs themselves\n", "fast path",
+			(unsigned long long)s->fast_ops);
 	if (l && !strcmp(l->kind, "amutex"))
 		fprintf(f,
 			"%-13s %s: %llu acquired (%llu free, %llu spun, %llu slept); %llu sleeps, "
@@ -298,8 +301,12 @@ void text_set(FILE *f, const Semvisor__SetDetail *d)
 		text_group_name(s->cgid, cg, sizeof(cg)), s->cuid, s->cgid);
 	fprintf(f, "  last semop %s, ", text_fmt_time(s->otime, t, sizeof(t)));
 	fprintf(f, "last change %s\n", text_fmt_time(s->ctime, t, sizeof(t)));
-	fprintf(f, "  whole-set lock: spun %llu, slept %llu\n\n", (unsigned long long)s->lock_spun,
+	fprintf(f, "  whole-set lock: spun %llu, slept %llu\n", (unsigned long long)s->lock_spun,
 		(unsigned long long)s->lock_slept);
+	if (s->fast_ops)
+		fprintf(f, "  fast path: %llu semops done in the programs themselves\n",
+			(unsigned long long)s->fast_ops);
+	fputc('\n', f);
 	fprintf(f, "%6s %6s %6s %6s %8s %12s %10s %10s %10s\n", "SEMNUM", "VALUE", "NCNT", "ZCNT",
 		"PID", "OPS", "WAITS", "LOCK-SPUN", "LOCK-SLEPT");
 	for (size_t i = 0; i < d->n_sems; i++) {

@@ -62,6 +62,16 @@ static void setval(int id, int num, int val)
 
 #define VAL(id, num) fx_getval(root, (id), (num))
 
+/* What `semvisorctl show` says the programs did on the fast path. */
+static uint64_t fast_ops(int id)
+{
+	struct sv_set_info info;
+	struct sv_sem_info sems[4];
+
+	cr_assert_geq(sv_ns_show_set(fx_ns, id, &info, sems, 4), 1);
+	return info.fast_ops;
+}
+
 /* fc adds a unit to semaphore num through the engine, which must complete waiter w with it. */
 static void wake(struct fx_caller *fc, int id, unsigned num, struct sv_waiter *w)
 {
@@ -139,8 +149,10 @@ Test(engine_fast, values_and_sempid)
 	cr_assert_eq(fast(&p, 0, 32767, false), FW_DONE);
 	cr_assert_eq(fast(&p, 0, 1, false), FW_CALL, "past SEMVMX: the engine's ERANGE");
 	cr_assert_eq(VAL(id, 0), 32767);
+	cr_assert_eq(fast_ops(id), 4, "the 4 done on the fast path, counted in a's page");
 	fx_fast_unmap(&p);
 	fx_caller_exit(a, NULL);
+	cr_assert_eq(fast_ops(id), 4, "still, once a's page has gone");
 }
 
 /*
@@ -255,7 +267,7 @@ static int stop_hook(void *arg, enum fw_step step)
 
 /*
  * A fast operation with SEM_UNDO by the thread in `slot`, stopped before step `at` as a thread
- * preempted or killed there is: it can go on with fw_abandon() or fw_finish().
+ * preempted or killed there is: it can go on with fw_abandon() or fw_done().
  */
 static struct fw_op stopped_op(struct fx_fast *p, unsigned slot, unsigned num, int d,
 			       enum fw_step at)

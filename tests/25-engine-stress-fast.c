@@ -119,7 +119,7 @@ static bool one_op(struct tthread *t, unsigned num, int d, bool kill_here)
 	case FW_ASK:
 		/* the observer's IPC_SET revoked the storage after this A5: did it count? */
 		if (sv_fast_ask(&t->fc->c, id, t->slot, pr->map.m.serial) == 1) {
-			fw_finish(&op);
+			fw_done(&op);
 			t->asked++;
 			return true;
 		}

@@ -259,7 +259,7 @@ static int op_run(struct sup *s, struct fw_op *op, uint32_t page, enum fw_result
 	enum fw_result r = fw_try(op);
 
 	if (r == FW_ASK)
-		r = sup_counted(s, page, (int)op->slot) ? (fw_finish(op), FW_DONE) : fw_abandon(op);
+		r = sup_counted(s, page, (int)op->slot) ? (fw_done(op), FW_DONE) : fw_abandon(op);
 	if (how != NULL)
 		*how = r;
 	if (r == FW_STOPPED)
@@ -433,7 +433,7 @@ Test(engine_fastword, moved_storage)
 			cr_assert_eq(sup_call(&s, 0, 0, -1), 0);
 		} else {
 			cr_assert(sup_counted(&s, 0, 0));
-			fw_finish(&op);
+			fw_done(&op);
 		}
 		cr_assert(!fw_pending_valid(atomic_load(&f.pg->pending[0])));
 		cr_assert_eq(sup_value(&s), 0);

@@ -328,7 +328,7 @@ static bool fast(int slot, int semid, const struct sembuf *sop)
 	if (r == FW_ASK) {
 		/* revoked after its A5: counted unless the revocation doomed it */
 		if (syscall(SYS_semctl, semid, slot, SV_FAST_ASK, &e->m) == 1) {
-			fw_finish(&op);
+			fw_done(&op);
 			r = FW_DONE;
 		} else {
 			r = fw_abandon(&op);

@@ -551,6 +551,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->budget_refused_waiters = st.budget_refused_kind[SV_BUDGET_WAITERS];
 	s->budget_refused_namespaces = st.budget_refused_kind[SV_BUDGET_NAMESPACES];
 	s->bulk_calls = st.bulk_calls;
+	s->fast_ops = st.fast_ops;
 	s->server_version = (char *)SEMVISOR_VERSION;
 	s->lock = lock_msg(cx, a);
 	namespaces_into(cx, a, s);
@@ -582,6 +583,7 @@ static Semvisor__SetInfo *set_msg(struct ctl_arena *a, const struct ns_ref *ns,
 	m->ctime = si->ctime;
 	m->lock_spun = si->lock_spun;
 	m->lock_slept = si->lock_slept;
+	m->fast_ops = si->fast_ops;
 	return m;
 }
 

@@ -303,6 +303,9 @@ void ctl_metrics_print(FILE *f, const Semvisor__Stats *s)
 	counter(f, "semvisor_bulk_calls_total",
 		"Calls of heavy clients (large whole-set operations), served by the bulk lane.",
 		s->bulk_calls);
+	counter(f, "semvisor_fast_operations_total",
+		"Semops programs did in their own memory (--fast), counted as their pages went.",
+		s->fast_ops);
 
 	/* only the adaptive mutex keeps these: with another lock they would be zeros that lie */
 	if (l && !strcmp(l->kind, "amutex")) {

@@ -69,11 +69,13 @@ struct sv_fast {
 	struct sv_fast_page **pages; /* by index, NULL where free (complex mode) */
 	uint32_t npages;	     /* entries in pages */
 	uint32_t refresh;	     /* the page fw_refresh() visits next */
+	uint64_t ops_gone;	     /* fast operations of the pages that went (complex mode) */
 };
 
 /* ---- finding the storage ---- */
 
 static atomic_uint_fast64_t next_serial = 1;
+static atomic_uint_fast64_t ops_gone_total; /* sv_fast_ops_total() */
 
 static struct sv_fast *_Atomic *fast_slot(struct sv_ns *ns, int idx, bool make)
 {
@@ -295,10 +297,49 @@ void sv_fast_bump(struct sv_set *set, int num)
 
 /* ---- pages ---- */
 
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* What the page counted (fw_done()): a program may write anything there, hence saturating. */
+static uint64_t page_ops(const struct sv_fast_page *pg)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < FW_PENDING; k++)
+		n = add_sat(n, atomic_load_explicit(&pg->mem.page->done[k], memory_order_relaxed));
+	return n;
+}
+
+uint64_t sv_fast_ops(const struct sv_set *set)
+{
+	struct sv_fast *f = sv_fast_of(set);
+	uint64_t n;
+
+	if (!f)
+		return 0;
+	SV_ASSERT(sv_set_locked_global(set));
+	n = f->ops_gone;
+	for (uint32_t i = 0; i < f->npages; i++)
+		if (f->pages[i])
+			n = add_sat(n, page_ops(f->pages[i]));
+	return n;
+}
+
+uint64_t sv_fast_ops_total(void)
+{
+	return atomic_load_explicit(&ops_gone_total, memory_order_relaxed);
+}
+
 /* Caller holds the set lock (global). Every word is held, the page is not in use. */
 static void page_free(struct sv_fast *f, struct sv_fast_page *pg)
 {
 	uint32_t tag = fw_tag(pg->idx);
+	uint64_t ops = page_ops(pg);
+
+	f->ops_gone = add_sat(f->ops_gone, ops);
+	atomic_fetch_add_explicit(&ops_gone_total, ops, memory_order_relaxed);
 
 	for (unsigned i = 0; i < f->mem.nsems; i++) {
 		/* An index is given again only once no published tag names it (fw_tag()). */

@@ -4,10 +4,10 @@
  * written down, and model-checked, in server/engine/model/fastpath.pml. The step names here
  * (A1..A6, E1, E2, take, give, freeze) are that file's.
  *
- * Header-only, and calling nothing else in semvisor. The program's side (fw_try, fw_finish,
- * fw_abandon) runs in the preloaded library, which links none of the engine. The supervisor's
- * side (fw_take, fw_give, fw_publish, fw_mirror, fw_settled_entry, fw_frozen_entry) runs under
- * the set's lock.
+ * Header-only, and calling nothing else in semvisor. The program's side (fw_try, fw_done,
+ * fw_finish, fw_abandon) runs in the preloaded library, which links none of the engine. The
+ * supervisor's side (fw_take, fw_give, fw_publish, fw_mirror, fw_settled_entry,
+ * fw_frozen_entry) runs under the set's lock.
  *
  * Three kinds of memory: the set's words, which every process with fast access maps writable;
  * what the supervisor publishes (struct fw_pub), which they map read-only; and each process's
@@ -228,6 +228,12 @@ static inline int fw_copy_adj(uint64_t c, uint32_t gen)
 struct fw_page {
 	_Atomic uint64_t epoch; /* bumped by the supervisor when it moves the set's storage */
 	_Atomic uint64_t pending[FW_PENDING];
+	/*
+	 * Fast operations done, by pending slot: each written only by its slot's thread, so a
+	 * load and a store count it. For statistics only: the supervisor adds them up when the
+	 * page goes and for `semvisorctl show`, and never trusts them for anything else.
+	 */
+	_Atomic uint64_t done[FW_PENDING];
 	struct fw_adj adj[]; /* one per semaphore of the set */
 };
 
@@ -251,7 +257,7 @@ enum fw_result {
 	FW_DONE,    /* applied: the call returns 0 */
 	FW_CALL,    /* nothing applied: make the trapped call */
 	FW_ASK,	    /* A5 succeeded but the storage moved: ask whether it counted, then
-		       fw_finish() or fw_abandon() */
+		       fw_done() or fw_abandon() */
 	FW_STOPPED, /* the hook stopped it */
 };
 
@@ -275,7 +281,7 @@ struct fw_op {
 	void *hook_arg;
 	/* tests only: the clock, in place of fw_now()'s */
 	int64_t (*clock)(void);
-	/* kept between fw_try() and fw_finish()/fw_abandon() */
+	/* kept between fw_try() and fw_done()/fw_abandon() */
 	uint64_t old_entry;
 };
 
@@ -302,7 +308,7 @@ static inline int64_t fw_now(const struct fw_op *op)
 	return ts.tv_sec;
 }
 
-/* A6: the operation is over. */
+/* A6: the operation is over (and did not happen, when fw_abandon() calls it). */
 static inline void fw_finish(struct fw_op *op)
 {
 	if (op->undo) {
@@ -310,6 +316,16 @@ static inline void fw_finish(struct fw_op *op)
 
 		atomic_store(p, fw_pending_next(atomic_load(p)));
 	}
+}
+
+/* A6 for an operation that happened: over, and counted. */
+static inline void fw_done(struct fw_op *op)
+{
+	_Atomic uint64_t *n = &op->page->done[op->slot];
+
+	fw_finish(op);
+	atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 }
 
 /* The operation did not happen: its entry goes back, then its record ends. */
@@ -416,7 +432,7 @@ static inline enum fw_result fw_try(struct fw_op *op)
 		return FW_ASK;
 	if (fw_stop(op, FW_AT_A6))
 		return FW_STOPPED;
-	fw_finish(op);
+	fw_done(op);
 	return FW_DONE;
 }
 

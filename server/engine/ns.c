@@ -694,6 +694,7 @@ static void set_info(const struct sv_set *set, struct sv_set_info *out)
 	out->ctime = SV_RELAXED(&set->ctime);
 	out->lock_spun = SV_RELAXED(&set->lock_spun);
 	out->lock_slept = SV_RELAXED(&set->lock_slept);
+	out->fast_ops = 0; /* sv_ns_show_set() only: it holds the set lock */
 }
 
 int sv_ns_for_each_set(struct sv_ns *ns, int (*fn)(const struct sv_set_info *, void *), void *arg)
@@ -756,6 +757,7 @@ int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv
 		return -EINVAL;
 	}
 	set_info(set, info);
+	info->fast_ops = sv_fast_ops(set);
 	n = set->nsems;
 	for (int i = 0; i < n && i < cap; i++) {
 		const struct sv_sem *sem = sv_sem_val(set, i);

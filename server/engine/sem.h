@@ -375,6 +375,12 @@ int sv_fast_file(const struct sv_caller *c, int semid, enum sv_fast_file which,
  */
 int sv_fast_ask(const struct sv_caller *c, int semid, unsigned slot, uint64_t serial);
 
+/*
+ * Fast operations counted in the pages that have gone (exits, revocations, removals), in
+ * every namespace: for a supervisor's totals once its programs are done.
+ */
+uint64_t sv_fast_ops_total(void);
+
 /* Live SEM_UNDO entries in every namespace (adjustments still to apply at some exit). */
 long sv_undo_entries(void);
 
@@ -500,6 +506,11 @@ struct sv_set_info {
 	int nsems;
 	int64_t otime, ctime;
 	uint64_t lock_spun, lock_slept; /* on the set lock */
+	/*
+	 * Operations done by programs on the fast path, as their pages count them (untrusted: a
+	 * program with alter permission can write any count): sv_ns_show_set() only, else 0.
+	 */
+	uint64_t fast_ops;
 };
 
 struct sv_sem_info {

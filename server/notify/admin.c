@@ -169,6 +169,7 @@ void nt_super_stats(struct nt_super *s, struct nt_stats *out)
 		nt_stats_add(out, &wk->stats);
 	xunlock(&s->lock);
 	nt_stats_add(out, &s->events);
+	out->fast_ops += sv_fast_ops_total();
 	out->namespaces_ended += atomic_load_explicit(&s->reg.ended, memory_order_relaxed);
 	if (s->reg.budget) {
 		struct sv_budget_info bi;

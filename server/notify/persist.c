@@ -554,10 +554,15 @@ static int parse(const void *buf, size_t len, struct restore *rs, char *err, siz
 			ok = false;
 		} else if (type == ST_STATS) {
 			uint32_t n = get_u32(&r);
-			const void *v = (get_u32(&r), get(&r, sizeof(rs->stats)));
+			const void *v;
 
-			/* a state from a build that counted more or fewer things: counters start over */
-			if (v && n == sizeof(rs->stats) / 8) {
+			get_u32(&r);
+			/*
+			 * A state from a build that counted more or fewer things: counters start
+			 * over. Its section is as long as its own counters, so it is not read.
+			 */
+			v = n == sizeof(rs->stats) / 8 ? get(&r, sizeof(rs->stats)) : NULL;
+			if (v) {
 				memcpy(&rs->stats, v, sizeof(rs->stats));
 				rs->have_stats = true;
 			}

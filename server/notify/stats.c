@@ -102,6 +102,9 @@ void nt_stats_print(const struct nt_stats *st, FILE *f)
 	for (int i = 0; i < NT_NCALLS; i++)
 		if (st->calls[i])
 			fprintf(f, " %s %llu", call_names[i], (unsigned long long)st->calls[i]);
+	if (st->fast_ops)
+		fprintf(f, "\nsemvisor: %llu semops done in the programs themselves (--fast)",
+			(unsigned long long)st->fast_ops);
 	fprintf(f,
 		"\nsemvisor: waits %llu (woken %llu, timed out %llu, interrupted %llu), "
 		"rolled back %llu, kept %llu, callers gone %llu\n",
