@@ -426,3 +426,53 @@ Test(daemon_share, ptrace_client_dies_with_daemon)
 	free(out);
 	free(dh_daemon_gone(&d)); /* reaps it */
 }
+
+/* fast-kill under the daemon with --fast: its verdict, and the daemon's count of fast semops. */
+static long fast_through(const struct dh_daemon *d, const char *ctl)
+{
+	char daemon_opt[PATH_MAX + 16], prog[PATH_MAX], *out;
+	const char *stats[] = { dh_bin("semvisorctl"), "--socket", ctl, "stats", "--json", NULL };
+	const char *p;
+	long n;
+
+	snprintf(daemon_opt, sizeof(daemon_opt), "--daemon=%s", d->sock);
+	snprintf(prog, sizeof(prog), "%s/tests/prog/fast-kill", dh_o());
+	cr_assert_eq(dh_run((const char *const[]){ dh_bin("semvisor-run"), daemon_opt, "--fast",
+						   "--", prog, "500", NULL },
+			    30000, &out),
+		     0, "%s", out);
+	cr_assert(strstr(out, "every unit back: yes"), "%s", out);
+	free(out);
+	cr_assert_eq(dh_run(stats, 10000, &out), 0, "semvisorctl stats:\n%s", out);
+	p = strstr(out, "\"fast_ops\":");
+	cr_assert(p, "semvisorctl stats --json:\n%s", out);
+	n = strtol(p + strlen("\"fast_ops\":"), NULL, 10);
+	free(out);
+	return n;
+}
+
+/*
+ * semvisor-run --daemon --fast: the daemon answers the fast path's requests (it keeps no
+ * journal here), and the programs' own operations show in its statistics; with fast_path = no
+ * it refuses them as the kernel would, and every operation is a served call.
+ */
+Test(daemon_share, fast_path)
+{
+	char ctl[PATH_MAX], ctlopt[PATH_MAX + 32], conf[PATH_MAX], confopt[PATH_MAX + 16];
+	struct dh_daemon d;
+
+	dh_setup();
+	snprintf(ctl, sizeof(ctl), "%s", dh_path("ctl.sock"));
+	snprintf(ctlopt, sizeof(ctlopt), "--control-socket=%s", ctl);
+	dh_daemon_start(&d, "d", (const char *const[]){ ctlopt, NULL });
+	cr_assert_gt(fast_through(&d, ctl), 1000, "the fast path was not taken");
+	dh_daemon_stop(&d);
+
+	snprintf(conf, sizeof(conf), "%s", dh_path("nofast.conf"));
+	dh_write_file(conf, "fast_path = no\n");
+	snprintf(confopt, sizeof(confopt), "--config=%s", conf);
+	dh_daemon_start(&d, "nofast", (const char *const[]){ confopt, ctlopt, NULL });
+	cr_assert_eq(fast_through(&d, ctl), 0,
+		     "fast_path = no, yet programs did semops themselves");
+	dh_daemon_stop(&d);
+}

@@ -19,6 +19,7 @@ void cfg_defaults(struct cfg *c)
 	c->ns_policy = CFG_NS_PER_IPC;
 	c->max_clients = 4096;
 	c->checkpoint_bytes = 64L << 20;
+	c->fast_path = true;
 	c->budget = (struct sv_budget_limits){
 		.sems = CFG_MAX_SEMAPHORES,
 		.sems_per_uid = CFG_MAX_SEMAPHORES_PER_UID,
@@ -171,6 +172,12 @@ int cfg_set(struct cfg *c, const char *key, const char *v, char *err, size_t err
 			return 0;
 		}
 		snprintf(err, errlen, "trace wants yes or no");
+	} else if (!strcmp(key, "fast_path")) {
+		if (!strcmp(v, "yes") || !strcmp(v, "no")) {
+			c->fast_path = !strcmp(v, "yes");
+			return 0;
+		}
+		snprintf(err, errlen, "fast_path wants yes or no");
 	} else if (!strcmp(key, "max_clients")) {
 		if (!parse_int(v, 1, 1 << 20, &n)) {
 			c->max_clients = (int)n;

@@ -37,6 +37,7 @@ struct cfg {
 	struct sv_limits limits;
 	enum cfg_ns_policy ns_policy;
 	bool trace;	       /* one line per served call on stderr (the journal) */
+	bool fast_path;	       /* answer semvisor-run --fast's requests (notify/fastabi.h) */
 	int max_clients;       /* listeners served at once */
 	long checkpoint_bytes; /* the journal's size that makes a checkpoint (recover.c) */
 	/*

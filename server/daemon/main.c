@@ -430,9 +430,9 @@ static void on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 		    strcmp(fresh.control_path, d->cfg.control_path) ||
 		    strcmp(fresh.metrics_listen, d->cfg.metrics_listen) ||
 		    fresh.workers != d->cfg.workers || fresh.ns_policy != d->cfg.ns_policy ||
-		    fresh.trace != d->cfg.trace)
-			dlog(d, "reload: sockets, workers, namespaces and trace change only "
-				"at a restart");
+		    fresh.trace != d->cfg.trace || fresh.fast_path != d->cfg.fast_path)
+			dlog(d, "reload: sockets, workers, namespaces, trace and fast_path change "
+				"only at a restart");
 	}
 	sd_notify(0, "READY=1");
 	status(d);
@@ -484,6 +484,7 @@ int main(int argc, char **argv)
 	nc.bulk_lane = true; /* tenants: a heavy one must not hold up the others */
 	nc.limits = d->cfg.have_limits ? &d->cfg.limits : NULL;
 	nc.trace = d->cfg.trace ? stderr : NULL;
+	nc.no_fast_path = !d->cfg.fast_path;
 	d->budget = sv_budget_new(&d->cfg.budget);
 	if (!d->budget) {
 		dlog(d, "out of memory");

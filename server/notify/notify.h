@@ -32,6 +32,8 @@ struct nt_config {
 	FILE *trace;			/* non-NULL: one line per served call */
 	bool exit_when_idle;		/* run() returns once the last listener is gone */
 	bool bulk_lane;			/* heavy listeners get a lane of their own (super.c) */
+	/* refuse the fast path's requests (fastabi.h) with the kernel's own EINVAL */
+	bool no_fast_path;
 };
 
 /*

@@ -538,6 +538,8 @@ static long call_semctl(struct nt_worker *wk, struct call_ctx *cx, const uint64_
 	int cmd = (int)args[2];
 	long rc;
 
+	if ((cmd == SV_FAST_CMD || cmd == SV_FAST_ASK) && cx->s->cfg.no_fast_path)
+		return -EINVAL; /* as the kernel: the library takes it for "not served" */
 	if (cmd == SV_FAST_CMD)
 		return call_fast_file(cx, args);
 	if (cmd == SV_FAST_ASK) {
