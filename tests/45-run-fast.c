@@ -4,8 +4,9 @@
  * runs every program there with it): that the fast path really serves the calls it may, with
  * kill -9 landing in them (tests/prog/fast-kill.c); that a program scribbling over the memory
  * it was handed reaches nothing it could not reach with system calls, and nothing at all once
- * revoked (tests/prog/fast-hostile.c); that the library, preloaded where no supervisor serves,
- * leaves the kernel to answer; and the options it refuses.
+ * revoked (tests/prog/fast-hostile.c); that kill -9 before each step of an operation loses
+ * nothing (tests/prog/fast-steps.c, by the library's test hook); that the library, preloaded
+ * where no supervisor serves, leaves the kernel to answer; and the options it refuses.
  */
 #include <criterion/criterion.h>
 
@@ -136,6 +137,30 @@ Test(run_fast, a_hostile_program)
 				"after IPC_RMID and a new set of the same id, its semop: 0\n"
 				"process: exited 0\n"
 				"the new set: 7, less that semop's unit: 6\n");
+	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	run_free(&r);
+}
+
+/*
+ * kill -9 before each step of a fast operation with SEM_UNDO, by the library's test hook
+ * (tests/prog/fast-steps.c): whether the operation happened or not, the exit gives back exactly
+ * what the process holds.
+ */
+Test(run_fast, a_kill_at_each_step)
+{
+	static const char *const steps[] = { "A1", "E1", "A2", "A3", "A4", "A5", "E2", "A6" };
+	struct run_spec s = {
+		.prog = "fast-steps", .confined = true, .opts = { "--fast" }, .timeout_ms = 30000
+	};
+	struct run_result r;
+	char want[1024] = "";
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want),
+			 "killed before %s: killed by SIGKILL, value: 10\n", steps[i]);
+	run(&s, &r);
+	cr_assert(!r.timed_out, "timed out: %s", r.out);
+	cr_assert_str_eq(r.out, want);
 	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
 	run_free(&r);
 }

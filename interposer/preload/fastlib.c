@@ -26,6 +26,9 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -294,6 +297,38 @@ static void retire(struct fl_set *e)
 
 /* ---- the fast path ---- */
 
+/*
+ * A test hook: SEMVISOR_FASTLIB_KILL=STEP:N kills the process (SIGKILL) before step STEP
+ * (enum fw_step) of its Nth fast operation, as kill -9 at that instant would; read at the
+ * process's first fast operation. Nothing else reads the environment.
+ */
+static struct {
+	pthread_once_t once;
+	int step;
+	atomic_long left; /* operations before the one that dies */
+} kill_at = { .once = PTHREAD_ONCE_INIT };
+
+static void kill_at_read(void)
+{
+	const char *v = getenv("SEMVISOR_FASTLIB_KILL");
+	long n;
+
+	if (v && sscanf(v, "%d:%ld", &kill_at.step, &n) == 2 && kill_at.step > 0 &&
+	    kill_at.step < FW_STEPS && n > 0)
+		atomic_store(&kill_at.left, n);
+	else
+		kill_at.step = 0;
+}
+
+/* The operation that dies (its hook is this one alone). */
+static int kill_hook(void *arg, enum fw_step step)
+{
+	(void)arg;
+	if ((int)step == kill_at.step)
+		raise(SIGKILL);
+	return 0;
+}
+
 /* One sop on a set: true if done here (the call returns 0), false for the trapped call. */
 static bool fast(int slot, int semid, const struct sembuf *sop)
 {
@@ -324,6 +359,9 @@ static bool fast(int slot, int semid, const struct sembuf *sop)
 		.d = sop->sem_op,
 		.undo = (sop->sem_flg & SEM_UNDO) != 0,
 	};
+	pthread_once(&kill_at.once, kill_at_read);
+	if (kill_at.step && atomic_fetch_sub(&kill_at.left, 1) == 1)
+		op.hook = kill_hook;
 	r = fw_try(&op);
 	if (r == FW_ASK) {
 		/* revoked after its A5: counted unless the revocation doomed it */
