@@ -17,8 +17,7 @@
 
 TestSuite(run_diff, .fini = run_cleanup, .timeout = 90);
 TestSuite(run_diff_ptrace, .fini = run_cleanup, .timeout = 90);
-
-TestSuite(run_diff_fast, .init = run_allow_preload, .fini = run_cleanup, .timeout = 90);
+TestSuite(run_diff_fast, .fini = run_cleanup, .timeout = 90);
 
 static void show_output(const char *what, const struct run_result *r)
 {

@@ -98,20 +98,6 @@ static inline void run_cleanup(void)
 	}
 }
 
-/*
- * For runs with a library preloaded (semvisor-run --fast): in the AddressSanitizer build the
- * programs load its runtime as a library, which insists on coming first. A suite's .init.
- */
-static inline void run_allow_preload(void)
-{
-	const char *old = getenv("ASAN_OPTIONS");
-	char opts[512];
-
-	snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", old ? old : "",
-		 old && *old ? ":" : "");
-	setenv("ASAN_OPTIONS", opts, 1);
-}
-
 static inline const char *run_dir(void)
 {
 	const char *o = getenv("O");
