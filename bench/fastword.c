@@ -72,7 +72,7 @@ static void fast_op(struct bench *b, struct fw_op *op, int d)
 {
 	op->d = d;
 	while (fw_try(op) != FW_DONE) {
-		if (atomic_load(&b->m.words[0]) != fw_word(d < 0 ? 1 : 0, false, 0)) {
+		if (atomic_load(fw_word_at(b->m.words, 0)) != fw_word(d < 0 ? 1 : 0, false, 0)) {
 			fprintf(stderr, "fastword: a fast operation failed on a free word\n");
 			exit(1);
 		}
@@ -82,7 +82,7 @@ static void fast_op(struct bench *b, struct fw_op *op, int d)
 
 static void fast_pairs(struct bench *b, long n, bool undo)
 {
-	struct fw_op op = { .word = &b->words[0],
+	struct fw_op op = { .word = fw_word_at(b->words, 0),
 			    .pub = b->pub,
 			    .page = b->page,
 			    .owner = fw_owner(0, 0),
@@ -160,7 +160,7 @@ static void setup(struct bench *b)
 	fw_publish(b->m.pub, 0, 0, fw_tag(0));
 	new_second(b);
 	b->seconds_passed = 0;
-	fw_give(&b->m.words[0], 1);
+	fw_give(fw_word_at(b->m.words, 0), 1);
 }
 
 int main(int argc, char **argv)
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 			t[i] = map_once(sizes[k]);
 		map_ns[k] = bu_stats(t, reps).med;
 	}
-	if (semctl(b.semid, 0, GETVAL) != 1 || fw_val(atomic_load(&b.m.words[0])) != 1) {
+	if (semctl(b.semid, 0, GETVAL) != 1 || fw_val(atomic_load(fw_word_at(b.m.words, 0))) != 1) {
 		fprintf(stderr, "fastword: the semaphores did not end at 1\n");
 		return 1;
 	}

@@ -343,7 +343,7 @@ Test(engine_fast, removal_revokes_the_mapping)
 	prog_map(&q, a, id2);
 	cr_assert_neq(q.words, p.words);
 	/* whatever a writes into the old storage, the new set does not see it */
-	atomic_store(&p.words[0], fw_word(1000, false, 0));
+	atomic_store(fw_word_at(p.words, 0), fw_word(1000, false, 0));
 	cr_assert_eq(VAL(id2, 0), 4);
 	slow(a, id2, 0, -1, 0);
 	cr_assert_eq(fast(&q, 0, -1, false), FW_DONE);
@@ -435,8 +435,8 @@ Test(engine_fast, a_scribbler_reaches_only_what_it_could_set)
 	prog_map(&q, v, id);
 	slow(v, id, 2, -1, 0);
 	cr_assert_eq(fast(&q, 2, -3, true), FW_DONE, "the victim's semadj: +3");
-	atomic_store(&p.words[0], UINT64_MAX);
-	atomic_store(&p.words[1], fw_word(7, false, fw_owner(FW_PAGES - 1, 5)));
+	atomic_store(fw_word_at(p.words, 0), UINT64_MAX);
+	atomic_store(fw_word_at(p.words, 1), fw_word(7, false, fw_owner(FW_PAGES - 1, 5)));
 	memset(p.page, 0xa5, sv_fastpage_len(3));
 	cr_assert_eq(VAL(id, 0), 32767, "0xffff clamped to SEMVMX");
 	cr_assert_eq(VAL(id, 1), 7);
@@ -498,7 +498,7 @@ Test(engine_fast, ipc_set_revokes_the_mapping)
 	cr_assert_eq(fx_semctl(root, id, 0, SV_IPC_SET, (uint64_t)(uintptr_t)ds, NULL), 0);
 	cr_assert_eq(fast(&p, 0, -1, true), FW_CALL);
 	cr_assert_neq(atomic_load(&p.page->epoch), p.m.epoch);
-	atomic_store(&p.words[0], fw_word(100, false, 0));
+	atomic_store(fw_word_at(p.words, 0), fw_word(100, false, 0));
 	cr_assert_eq(fx_semop(a, id, NULL, NULL, 1, &down), -EACCES);
 	cr_assert_eq(VAL(id, 0), 3, "what a wrote after the revocation is not read");
 	cr_assert_eq(fx_fast_map(a, id, &q), -EACCES);

@@ -46,10 +46,11 @@ Test(engine_fastmem, layout)
 	cr_assert_eq(sv_fastmem_create(&m, 0), -EINVAL);
 	cr_assert_eq(m.words_fd, -1);
 	cr_assert_eq(sv_fastmem_create(&m, 32000), 0);
-	cr_assert_eq(m.words_len, 32000 * 8 / pg * pg + (32000 * 8 % pg ? pg : 0));
+	cr_assert_eq(m.words_len, 32000 * 64 / pg * pg + (32000 * 64 % pg ? pg : 0),
+		     "a cache line per word");
 	cr_assert(m.pub_len >= sizeof(struct fw_pub) + 32000 * 8 && m.pub_len % pg == 0);
 	for (unsigned i = 0; i < 32000; i++)
-		cr_assert_eq(atomic_load(&m.words[i]), fw_word(0, true, 0),
+		cr_assert_eq(atomic_load(fw_word_at(m.words, i)), fw_word(0, true, 0),
 			     "word %u is not held by the supervisor", i);
 	cr_assert_eq(atomic_load(&m.pub->otime), 0);
 	cr_assert_eq(fcntl(m.words_fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
@@ -137,16 +138,17 @@ Test(engine_fastmem, words_cannot_be_resized)
 	cr_assert_neq(w, MAP_FAILED);
 
 	/* the supervisor gives word 1; the program's A1 lands in the supervisor's view */
-	fw_give(&m.words[1], 3);
-	held = atomic_load(&w[1]);
+	fw_give(fw_word_at(m.words, 1), 3);
+	held = atomic_load(fw_word_at(w, 1));
 	cr_assert_eq(held, fw_word(3, false, 0));
-	cr_assert(atomic_compare_exchange_strong(&w[1], &held, fw_word(3, false, fw_owner(0, 1))));
-	cr_assert_eq(fw_own(atomic_load(&m.words[1])), fw_owner(0, 1));
+	cr_assert(atomic_compare_exchange_strong(fw_word_at(w, 1), &held,
+						 fw_word(3, false, fw_owner(0, 1))));
+	cr_assert_eq(fw_own(atomic_load(fw_word_at(m.words, 1))), fw_owner(0, 1));
 
 	cr_assert_eq(
 	    fallocate(m.words_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)len), 0);
-	cr_assert_eq(atomic_load(&m.words[1]), 0);
-	cr_assert_eq(fw_take(&m.words[3]).val, 0);
+	cr_assert_eq(atomic_load(fw_word_at(m.words, 1)), 0);
+	cr_assert_eq(fw_take(fw_word_at(m.words, 3)).val, 0);
 	munmap((void *)w, len);
 	sv_fastmem_destroy(&m);
 }
@@ -185,9 +187,9 @@ Test(engine_fastmem, one_operation_through_the_fds)
 	/* the supervisor: page 0's process is sempid, otime far ahead; word 1 holds 2 */
 	fw_publish(m.pub, 1, 0, fw_tag(0));
 	fw_publish_otime(m.pub, INT64_MAX);
-	fw_give(&m.words[1], 2);
+	fw_give(fw_word_at(m.words, 1), 2);
 
-	op = (struct fw_op){ .word = &words[1],
+	op = (struct fw_op){ .word = fw_word_at(words, 1),
 			     .pub = pub,
 			     .page = page,
 			     .owner = fw_owner(0, 0),
@@ -196,16 +198,16 @@ Test(engine_fastmem, one_operation_through_the_fds)
 			     .d = -1,
 			     .undo = true };
 	cr_assert_eq(fw_try(&op), FW_DONE);
-	cr_assert_eq(atomic_load(&m.words[1]), fw_word(1, false, 0));
+	cr_assert_eq(atomic_load(fw_word_at(m.words, 1)), fw_word(1, false, 0));
 	cr_assert_eq(fw_entry_adj(atomic_load(&p.page->adj[1].fast), 0), 1);
 	cr_assert(!fw_pending_valid(atomic_load(&p.page->pending[0])));
 
 	/* a word the supervisor still holds sends the program to the trapped call */
-	op.word = &words[0];
+	op.word = fw_word_at(words, 0);
 	op.semnum = 0;
 	op.d = 1;
 	cr_assert_eq(fw_try(&op), FW_CALL);
-	cr_assert_eq(atomic_load(&m.words[0]), fw_word(0, true, 0));
+	cr_assert_eq(atomic_load(fw_word_at(m.words, 0)), fw_word(0, true, 0));
 
 	munmap((void *)words, m.words_len);
 	munmap(pub, m.pub_len);

@@ -348,7 +348,7 @@ static bool fast(int slot, int semid, const struct sembuf *sop)
 	    atomic_load(&e->semid) != semid || sop->sem_num >= e->m.nsems)
 		goto out;
 	op = (struct fw_op){
-		.word = &e->words[sop->sem_num],
+		.word = fw_word_at(e->words, sop->sem_num),
 		.pub = e->pub,
 		.page = e->page,
 		.map_epoch = e->m.epoch,

@@ -142,7 +142,7 @@ void sv_fast_hold(struct sv_set *set, struct sv_fast *f, int num)
 
 	if (held(f, num))
 		return;
-	t = fw_take(&f->mem.words[num]);
+	t = fw_take(fw_word_at(f->mem.words, (unsigned)num));
 	/* A word the engine did not hold has the value, even one a program marked SLOW. */
 	sv_sems(set)[num].semval = (int)t.val;
 	if (t.own && owner_page(f, t.own, &slot))
@@ -161,7 +161,7 @@ static void give(struct sv_set *set, struct sv_fast *f, int num)
 	fw_publish(f->mem.pub, (unsigned)num, fs->gen, fs->tag);
 	atomic_fetch_and_explicit(&f->held[num / 64], ~(UINT64_C(1) << (num % 64)),
 				  memory_order_relaxed);
-	fw_give(&f->mem.words[num], (unsigned)sv_sems(set)[num].semval);
+	fw_give(fw_word_at(f->mem.words, (unsigned)num), (unsigned)sv_sems(set)[num].semval);
 }
 
 void sv_fast_release(struct sv_set *set, int locknum)

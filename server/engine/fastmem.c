@@ -26,7 +26,7 @@ static size_t whole_pages(size_t len)
 
 size_t sv_fastmem_words_len(unsigned nsems)
 {
-	return whole_pages((size_t)nsems * sizeof(uint64_t));
+	return whole_pages((size_t)nsems * FW_WORD_STRIDE * sizeof(uint64_t));
 }
 
 size_t sv_fastmem_pub_len(unsigned nsems)
@@ -96,7 +96,7 @@ int sv_fastmem_create(struct sv_fastmem *m, unsigned nsems)
 	m->words_fd = wfd;
 	m->words = words;
 	for (unsigned i = 0; i < nsems; i++)
-		atomic_store(&m->words[i],
+		atomic_store(fw_word_at(m->words, i),
 			     fw_word(0, true, 0)); /* held until the engine gives it */
 	err = seal_and_reopen(wfd, SEALS_FIXED, O_RDWR);
 	if (err < 0)

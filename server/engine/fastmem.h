@@ -4,10 +4,11 @@
  * memfds the supervisor maps and hands to programs, sealed so that what a program does to its
  * fd cannot hurt the supervisor or forge what it publishes.
  *
- *   words   one word per semaphore; programs with alter permission map it writable. Sealed
- *           against shrinking (a shrunk file would make the supervisor's own accesses fault
- *           with SIGBUS), growing, and further seals (a program adding F_SEAL_FUTURE_WRITE
- *           would shut everyone else out of their writable mappings).
+ *   words   one word per semaphore, a cache line apart (fw_word_at()); programs with alter
+ *           permission map it writable. Sealed against shrinking (a shrunk file would make
+ *           the supervisor's own accesses fault with SIGBUS), growing, and further seals (a
+ *           program adding F_SEAL_FUTURE_WRITE would shut everyone else out of their
+ *           writable mappings).
  *   pub     struct fw_pub; programs map it read-only. Sealed as words are, and with
  *           F_SEAL_FUTURE_WRITE once the supervisor has its writable mapping: no later mapping
  *           can write, through any fd or reopening of the file, and neither can write(2) or a

@@ -45,6 +45,17 @@
 #define FW_GEN_MASK  ((UINT32_C(1) << 24) - 1)
 #define FW_TAG_MASK  ((UINT32_C(1) << 24) - 1)
 
+/*
+ * The words of a set are a cache line apart, as the engine's semaphores are (engine.h's struct
+ * sv_sem): threads working on neighbouring semaphores never write the same line.
+ */
+#define FW_WORD_STRIDE 8 /* uint64_t per word */
+
+static inline _Atomic uint64_t *fw_word_at(_Atomic uint64_t *words, unsigned num)
+{
+	return &words[(size_t)num * FW_WORD_STRIDE];
+}
+
 static inline unsigned fw_val(uint64_t w)
 {
 	return (unsigned)(w & FW_VAL_MASK);

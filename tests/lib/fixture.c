@@ -306,7 +306,7 @@ void fx_fast_unmap(struct fx_fast *p)
 struct fw_op fx_fast_op(const struct fx_fast *p, unsigned slot, unsigned num, int d, bool undo)
 {
 	return (struct fw_op){
-		.word = &p->words[num],
+		.word = fw_word_at(p->words, num),
 		.pub = p->pub,
 		.page = p->page,
 		.map_epoch = p->m.epoch,
