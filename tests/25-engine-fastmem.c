@@ -200,7 +200,7 @@ Test(engine_fastmem, one_operation_through_the_fds)
 	cr_assert_eq(fw_try(&op), FW_DONE);
 	cr_assert_eq(atomic_load(fw_word_at(m.words, 1)), fw_word(1, false, 0));
 	cr_assert_eq(fw_entry_adj(atomic_load(&p.page->adj[1].fast), 0), 1);
-	cr_assert(!fw_pending_valid(atomic_load(&p.page->pending[0])));
+	cr_assert(!fw_pending_valid(atomic_load(&p.page->slot[0].pending)));
 
 	/* a word the supervisor still holds sends the program to the trapped call */
 	op.word = fw_word_at(words, 0);

@@ -371,7 +371,7 @@ Test(engine_fastword, take_at_each_step)
 		/* the lock is held exactly once: by the entry or by the slow list */
 		cr_assert_eq(fw_entry_adj(atomic_load(&pg->adj[0].fast), s.gen) + s.slow_adj[0], 1);
 		cr_assert_eq(fw_copy_adj(atomic_load(&pg->adj[0].slow), s.gen), s.slow_adj[0]);
-		cr_assert(!fw_pending_valid(atomic_load(&pg->pending[0])));
+		cr_assert(!fw_pending_valid(atomic_load(&pg->slot[0].pending)));
 		sup_exit(&s, 0);
 		cr_assert_eq(sup_value(&s), 1);
 		sup_fini(&s);
@@ -435,7 +435,7 @@ Test(engine_fastword, moved_storage)
 			cr_assert(sup_counted(&s, 0, 0));
 			fw_done(&op);
 		}
-		cr_assert(!fw_pending_valid(atomic_load(&f.pg->pending[0])));
+		cr_assert(!fw_pending_valid(atomic_load(&f.pg->slot[0].pending)));
 		cr_assert_eq(sup_value(&s), 0);
 		sup_exit(&s, 0);
 		cr_assert_eq(sup_value(&s), 1, "forged %d", forged);
@@ -452,7 +452,7 @@ static void assert_untouched(struct sup *s, struct fw_page *pg, uint64_t word, u
 	cr_assert_eq(atomic_load(&s->word), word, "the word changed: %#llx",
 		     (unsigned long long)atomic_load(&s->word));
 	cr_assert_eq(atomic_load(&pg->adj[0].fast), entry);
-	cr_assert(!fw_pending_valid(atomic_load(&pg->pending[0])));
+	cr_assert(!fw_pending_valid(atomic_load(&pg->slot[0].pending)));
 }
 
 /*
@@ -701,7 +701,7 @@ Test(engine_fastword, garbage)
 
 	/* a pending record for another semaphore, or out of range, is not used */
 	atomic_store(&pg->adj[1].fast, fw_entry(2, 0));
-	atomic_store(&pg->pending[5], fw_pending(1, 0, fw_entry(9, 0)));
+	atomic_store(&pg->slot[5].pending, fw_pending(1, 0, fw_entry(9, 0)));
 	cr_assert_eq(fw_settled_entry(pg, 1, 5), fw_entry(2, 0));
 	cr_assert_eq(fw_settled_entry(pg, 1, 64), fw_entry(2, 0));
 	cr_assert_eq(fw_settled_entry(pg, 0, 5), fw_entry(9, 0));

@@ -77,7 +77,13 @@ static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool off;		    /* not served by semvisor, or the supervisor refuses */
 static _Atomic uint64_t slots_used; /* bit k: pending slot k has a thread */
 static _Atomic uint64_t retire_gen = 1;
-static _Atomic uint64_t active[FW_PENDING]; /* retire_gen at the start of slot k's operation */
+/*
+ * retire_gen at the start of slot k's operation, 0 outside one: each on a cache line of its
+ * own, since every fast operation writes its slot's twice.
+ */
+static struct {
+	_Alignas(64) _Atomic uint64_t gen;
+} active[FW_PENDING];
 static __thread struct fl_thread self = { .slot = -1 };
 static pthread_key_t slot_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -135,7 +141,7 @@ static void forget_in_child(void)
 {
 	memset(sets, 0, sizeof(sets));
 	for (int k = 0; k < FW_PENDING; k++)
-		atomic_store(&active[k], 0);
+		atomic_store(&active[k].gen, 0);
 	atomic_store(&slots_used, self.slot >= 0 ? UINT64_C(1) << self.slot : 0);
 	pthread_mutex_init(&map_lock, NULL);
 }
@@ -182,7 +188,7 @@ static void reclaim(void)
 	uint64_t oldest = UINT64_MAX;
 
 	for (int k = 0; k < FW_PENDING; k++) {
-		uint64_t a = atomic_load(&active[k]);
+		uint64_t a = atomic_load(&active[k].gen);
 
 		if (a && a < oldest)
 			oldest = a;
@@ -342,7 +348,7 @@ static bool fast(int slot, int semid, const struct sembuf *sop)
 		e = map_set(semid);
 	if (!e)
 		return false;
-	atomic_store(&active[slot], atomic_load(&retire_gen));
+	atomic_store(&active[slot].gen, atomic_load(&retire_gen));
 	/* published before the entry is read again: reclaim() sees this thread in it */
 	if (atomic_load_explicit(&e->state, memory_order_acquire) != FL_MAPPED ||
 	    atomic_load(&e->semid) != semid || sop->sem_num >= e->m.nsems)
@@ -376,7 +382,7 @@ static bool fast(int slot, int semid, const struct sembuf *sop)
 	if (!done && atomic_load(&e->page->epoch) != e->m.epoch)
 		retire(e);
 out:
-	atomic_store(&active[slot], 0);
+	atomic_store(&active[slot].gen, 0);
 	return done;
 }
 

@@ -308,7 +308,7 @@ static uint64_t page_ops(const struct sv_fast_page *pg)
 	uint64_t n = 0;
 
 	for (int k = 0; k < FW_PENDING; k++)
-		n = add_sat(n, atomic_load_explicit(&pg->mem.page->done[k], memory_order_relaxed));
+		n = add_sat(n, atomic_load_explicit(&pg->mem.page->slot[k].done, memory_order_relaxed));
 	return n;
 }
 

@@ -236,15 +236,20 @@ static inline int fw_copy_adj(uint64_t c, uint32_t gen)
  * supervisor. A process that shares its undo list with another process (CLONE_SYSVSEM
  * without CLONE_THREAD) gets none, so that a page, its tag and a sempid name one process.
  */
+/* A pending slot's part of a page: written by its thread alone, on a cache line of its own. */
+struct fw_slot {
+	_Alignas(64) _Atomic uint64_t pending; /* fw_pending() */
+	/*
+	 * Fast operations the thread has done: a load and a store count one. For statistics
+	 * only: the supervisor adds them up when the page goes and for `semvisorctl show`, and
+	 * trusts them for nothing else.
+	 */
+	_Atomic uint64_t done;
+};
+
 struct fw_page {
 	_Atomic uint64_t epoch; /* bumped by the supervisor when it moves the set's storage */
-	_Atomic uint64_t pending[FW_PENDING];
-	/*
-	 * Fast operations done, by pending slot: each written only by its slot's thread, so a
-	 * load and a store count it. For statistics only: the supervisor adds them up when the
-	 * page goes and for `semvisorctl show`, and never trusts them for anything else.
-	 */
-	_Atomic uint64_t done[FW_PENDING];
+	struct fw_slot slot[FW_PENDING];
 	struct fw_adj adj[]; /* one per semaphore of the set */
 };
 
@@ -323,7 +328,7 @@ static inline int64_t fw_now(const struct fw_op *op)
 static inline void fw_finish(struct fw_op *op)
 {
 	if (op->undo) {
-		_Atomic uint64_t *p = &op->page->pending[op->slot];
+		_Atomic uint64_t *p = &op->page->slot[op->slot].pending;
 
 		atomic_store(p, fw_pending_next(atomic_load(p)));
 	}
@@ -332,7 +337,7 @@ static inline void fw_finish(struct fw_op *op)
 /* A6 for an operation that happened: over, and counted. */
 static inline void fw_done(struct fw_op *op)
 {
-	_Atomic uint64_t *n = &op->page->done[op->slot];
+	_Atomic uint64_t *n = &op->page->slot[op->slot].done;
 
 	fw_finish(op);
 	atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
@@ -401,7 +406,7 @@ static inline enum fw_result fw_try(struct fw_op *op)
 	if (fw_pub_tag(pub) != op->tag || fw_now(op) > atomic_load(&op->pub->otime))
 		return fw_release(op, held); /* sempid or otime changes: the supervisor's */
 	if (op->undo) {
-		_Atomic uint64_t *p = &op->page->pending[op->slot];
+		_Atomic uint64_t *p = &op->page->slot[op->slot].pending;
 		struct fw_adj *a = &op->page->adj[op->semnum];
 		int fast, slow;
 		uint64_t seq;
@@ -536,7 +541,7 @@ static inline uint64_t fw_settled_entry(struct fw_page *pg, unsigned semnum, int
 	uint64_t p;
 
 	if (doomed_slot >= 0 && doomed_slot < FW_PENDING) {
-		p = atomic_load(&pg->pending[doomed_slot]);
+		p = atomic_load(&pg->slot[doomed_slot].pending);
 		if (fw_pending_names(p, semnum))
 			return fw_pending_entry(p);
 	}
@@ -553,9 +558,9 @@ static inline uint64_t fw_frozen_entry(struct fw_page *pg, unsigned semnum, int 
 
 	if (doomed_slot < 0 || doomed_slot >= FW_PENDING)
 		return atomic_load(&pg->adj[semnum].fast); /* nobody holds the word: stable */
-	s0 = atomic_load(&pg->pending[doomed_slot]);
+	s0 = atomic_load(&pg->slot[doomed_slot].pending);
 	e = atomic_load(&pg->adj[semnum].fast);
-	s1 = atomic_load(&pg->pending[doomed_slot]);
+	s1 = atomic_load(&pg->slot[doomed_slot].pending);
 	if (fw_pending_names(s1, semnum))
 		return fw_pending_entry(s1);
 	if (s1 == s0)
