@@ -307,8 +307,8 @@ static const struct cmd cmds[] = {
 	  "processes_exited, namespaces_ended, budget_refused (calls the memory budget\n"
 	  "refused) and budget_refused_kind (semaphores, sets, undos, waiters, namespaces:\n"
 	  "by the bound that refused), bulk_calls, fast_ops (semops programs did in their\n"
-	  "own memory with semvisor-run --fast, counted as each process's page for a set\n"
-	  "went), lock and namespaces.\n" },
+	  "own memory with semvisor-run --fast, collected as each process's page for a\n"
+	  "set goes and as show reads it), lock and namespaces.\n" },
 	{ "ipcs", cmd_ipcs, 0, O_JSON | O_NS, "ipcs [--ns NAME] [--json]",
 	  "List the semaphore sets, as ipcs -s does, in every namespace (or only NAME):\n"
 	  "NAMESPACE, KEY (hex), SEMID, OWNER, PERMS (octal), NSEMS, LAST-SEMOP and\n"
@@ -326,9 +326,10 @@ static const struct cmd cmds[] = {
 	  "Show set ID: its key, owner, creator, permissions and times, then one line per\n"
 	  "semaphore: SEMNUM, VALUE, NCNT (waiting for it to grow), ZCNT (waiting for\n"
 	  "zero), PID (the last process to operate on it, in the server's pid namespace),\n"
-	  "OPS (completed operations on it), WAITS (operations that waited on it), and\n"
-	  "its lock's contention; and the semops programs did on it in their own memory\n"
-	  "(semvisor-run --fast), as they counted them, which OPS leaves out. Ids are per\n"
+	  "OPS (completed operations on it, those programs did in their own memory under\n"
+	  "semvisor-run --fast included, as they counted them), WAITS (operations that\n"
+	  "waited on it), and its lock's contention; and the set's semops done in the\n"
+	  "programs' own memory, as they counted them. Ids are per\n"
 	  "namespace: when several namespaces have a set ID, name one with --ns (the\n"
 	  "error lists them). Only for a set whose permissions let you read it, as semctl\n"
 	  "checks them (root and the server's user read every set); another is refused\n"

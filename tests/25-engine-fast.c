@@ -155,6 +155,56 @@ Test(engine_fast, values_and_sempid)
 	cr_assert_eq(fast_ops(id), 4, "still, once a's page has gone");
 }
 
+/* `semvisorctl show`'s OPS of semaphore num. */
+static uint64_t sem_ops(int id, int num)
+{
+	struct sv_set_info info;
+	struct sv_sem_info sems[4];
+
+	cr_assert_gt(sv_ns_show_set(fx_ns, id, &info, sems, 4), num);
+	return sems[num].nops;
+}
+
+/*
+ * Each semaphore's OPS counts its fast operations with its trapped ones: every one once,
+ * whichever thread did it, however often `show` reads them, once the page has gone, and
+ * none after a reset, the uncollected ones included.
+ */
+Test(engine_fast, operations_counted_per_semaphore)
+{
+	struct fx_caller *a = fx_caller_new(fx_ns, 202, 0, 0);
+	struct fx_caller *b = fx_caller_new(fx_ns, 203, 0, 0);
+	struct fx_fast pa, pb;
+	int id = mkset(3, 0600);
+	struct fw_op op;
+
+	prog_map(&pa, a, id);
+	prog_map(&pb, b, id);
+	slow(a, id, 0, 1, 0); /* a becomes sem 0's sempid, b sem 1's */
+	slow(b, id, 1, 1, 0);
+	cr_assert_eq(fast(&pa, 0, 1, false), FW_DONE);
+	cr_assert_eq(fast(&pa, 0, -1, true), FW_DONE);
+	op = fx_fast_op(&pa, 7, 0, 1, false); /* another thread of a */
+	cr_assert_eq(fw_try(&op), FW_DONE);
+	cr_assert_eq(fast(&pb, 1, 1, false), FW_DONE);
+	cr_assert_eq(sem_ops(id, 0), 4, "one trapped, three fast");
+	cr_assert_eq(sem_ops(id, 1), 2, "one trapped, one fast");
+	cr_assert_eq(sem_ops(id, 2), 0);
+	cr_assert_eq(sem_ops(id, 0), 4, "collected once, not again by a second show");
+	cr_assert_eq(fast_ops(id), 4);
+	cr_assert_eq(fast(&pb, 1, -1, false), FW_DONE);
+	fx_fast_unmap(&pb);
+	fx_caller_exit(b, NULL);
+	cr_assert_eq(sem_ops(id, 1), 3, "b's last one, collected as its page went");
+	cr_assert_eq(fast(&pa, 0, 1, false), FW_DONE);
+	sv_ns_reset_stats(fx_ns);
+	cr_assert_eq(sem_ops(id, 0), 0, "the reset took the uncollected one too");
+	cr_assert_eq(fast(&pa, 0, -1, false), FW_DONE);
+	cr_assert_eq(sem_ops(id, 0), 1);
+	fx_fast_unmap(&pa);
+	fx_caller_exit(a, NULL);
+}
+
 /*
  * While a caller is parked on a semaphore the word stays with the engine, so an increment
  * goes through it and wakes the waiter; once nobody waits, the word is given back.

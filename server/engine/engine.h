@@ -373,8 +373,11 @@ static inline struct sv_sem *sv_sem_val(struct sv_set *set, int num)
  * it does not hold has no parked operation naming it. Caller holds the lock covering num.
  */
 bool sv_fast_held(const struct sv_set *set, int num);
-/* The set's fast operations so far, as sv_set_info.fast_ops. Caller holds the set lock (global). */
-uint64_t sv_fast_ops(const struct sv_set *set);
+/*
+ * Collects what the pages counted into each semaphore's nops: the set's fast operations so
+ * far, as sv_set_info.fast_ops. Caller holds the set lock (global).
+ */
+uint64_t sv_fast_collect(struct sv_set *set);
 /* sv_sem_unlock(), before the lock goes: give back the words the section may give. */
 void sv_fast_release(struct sv_set *set, int locknum);
 /* A waiter with these sops parks (delta 1) or leaves its list (-1). Caller holds their locks. */

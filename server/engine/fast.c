@@ -69,13 +69,13 @@ struct sv_fast {
 	struct sv_fast_page **pages; /* by index, NULL where free (complex mode) */
 	uint32_t npages;	     /* entries in pages */
 	uint32_t refresh;	     /* the page fw_refresh() visits next */
-	uint64_t ops_gone;	     /* fast operations of the pages that went (complex mode) */
+	uint64_t ops;		     /* fast operations collected from the pages (complex mode) */
 };
 
 /* ---- finding the storage ---- */
 
 static atomic_uint_fast64_t next_serial = 1;
-static atomic_uint_fast64_t ops_gone_total; /* sv_fast_ops_total() */
+static atomic_uint_fast64_t ops_total; /* sv_fast_ops_total() */
 
 static struct sv_fast *_Atomic *fast_slot(struct sv_ns *ns, int idx, bool make)
 {
@@ -302,44 +302,57 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
-/* What the page counted (fw_done()): a program may write anything there, hence saturating. */
-static uint64_t page_ops(const struct sv_fast_page *pg)
+/*
+ * Moves what pg counted (fw_done()) into its semaphores' nops, the set's total and the
+ * supervisor's: each count is exchanged for 0, so one a thread adds meanwhile waits for the
+ * next collection, and none is taken twice. A program may write anything there, hence the
+ * saturating sums. Caller holds the set lock (global).
+ */
+static void collect(struct sv_set *set, struct sv_fast *f, struct sv_fast_page *pg)
 {
-	uint64_t n = 0;
+	unsigned nsems = pg->mem.nsems < (unsigned)set->nsems ? pg->mem.nsems : (unsigned)set->nsems;
+	uint64_t all = 0;
 
-	for (int k = 0; k < FW_PENDING; k++)
-		n = add_sat(n, atomic_load_explicit(&pg->mem.page->slot[k].done, memory_order_relaxed));
-	return n;
+	for (unsigned i = 0; i < nsems; i++) {
+		_Atomic uint64_t *done = &pg->mem.page->adj[i].done;
+		struct sv_sem *sem = &sv_sems(set)[i];
+		uint64_t n;
+
+		/* a read first: collecting from a page it never wrote leaves the page clean */
+		if (!atomic_load_explicit(done, memory_order_relaxed))
+			continue;
+		n = atomic_exchange_explicit(done, 0, memory_order_relaxed);
+		SV_SET_RELAXED(&sem->nops, SV_RELAXED(&sem->nops) + (uint32_t)n);
+		all = add_sat(all, n);
+	}
+	f->ops = add_sat(f->ops, all);
+	atomic_fetch_add_explicit(&ops_total, all, memory_order_relaxed);
 }
 
-uint64_t sv_fast_ops(const struct sv_set *set)
+uint64_t sv_fast_collect(struct sv_set *set)
 {
 	struct sv_fast *f = sv_fast_of(set);
-	uint64_t n;
 
 	if (!f)
 		return 0;
 	SV_ASSERT(sv_set_locked_global(set));
-	n = f->ops_gone;
 	for (uint32_t i = 0; i < f->npages; i++)
 		if (f->pages[i])
-			n = add_sat(n, page_ops(f->pages[i]));
-	return n;
+			collect(set, f, f->pages[i]);
+	return f->ops;
 }
 
 uint64_t sv_fast_ops_total(void)
 {
-	return atomic_load_explicit(&ops_gone_total, memory_order_relaxed);
+	return atomic_load_explicit(&ops_total, memory_order_relaxed);
 }
 
 /* Caller holds the set lock (global). Every word is held, the page is not in use. */
-static void page_free(struct sv_fast *f, struct sv_fast_page *pg)
+static void page_free(struct sv_set *set, struct sv_fast *f, struct sv_fast_page *pg)
 {
 	uint32_t tag = fw_tag(pg->idx);
-	uint64_t ops = page_ops(pg);
 
-	f->ops_gone = add_sat(f->ops_gone, ops);
-	atomic_fetch_add_explicit(&ops_gone_total, ops, memory_order_relaxed);
+	collect(set, f, pg);
 
 	for (unsigned i = 0; i < f->mem.nsems; i++) {
 		/* An index is given again only once no published tag names it (fw_tag()). */
@@ -389,7 +402,7 @@ void sv_fast_exit(struct sv_set *set, struct sv_undo *un)
 
 		un->semadj[i] = (int16_t)clamp_adj(un->semadj[i] + adj);
 	}
-	page_free(f, pg);
+	page_free(set, f, pg);
 }
 
 /*
@@ -430,7 +443,7 @@ static void drop_storage(struct sv_set *set, struct sv_fast *f, bool freeze)
 					sv_jnl_adj(set, un, i);
 			}
 		}
-		page_free(f, pg);
+		page_free(set, f, pg);
 	}
 	/*
 	 * Every section that could have found f held a lock of the set: none is left, and no new

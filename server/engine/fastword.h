@@ -217,6 +217,12 @@ static inline uint64_t fw_pending_next(uint64_t p)
 struct fw_adj {
 	_Atomic uint64_t fast; /* an entry; written only by the holder of the word */
 	_Atomic uint64_t slow; /* a copy; written only by the supervisor */
+	/*
+	 * Fast operations on the semaphore, added by the process's threads after their A5, and
+	 * taken (exchanged for 0) by the supervisor into the semaphore's statistics. Trusted for
+	 * nothing else: a program may write any number here.
+	 */
+	_Atomic uint64_t done;
 };
 
 static inline uint64_t fw_copy(int adj, uint32_t gen)
@@ -239,12 +245,6 @@ static inline int fw_copy_adj(uint64_t c, uint32_t gen)
 /* A pending slot's part of a page: written by its thread alone, on a cache line of its own. */
 struct fw_slot {
 	_Alignas(64) _Atomic uint64_t pending; /* fw_pending() */
-	/*
-	 * Fast operations the thread has done: a load and a store count one. For statistics
-	 * only: the supervisor adds them up when the page goes and for `semvisorctl show`, and
-	 * trusts them for nothing else.
-	 */
-	_Atomic uint64_t done;
 };
 
 struct fw_page {
@@ -334,14 +334,14 @@ static inline void fw_finish(struct fw_op *op)
 	}
 }
 
-/* A6 for an operation that happened: over, and counted. */
+/*
+ * A6 for an operation that happened: over, and counted. The count is an atomic addition, as
+ * the process's other threads may be counting theirs on the same semaphore by now.
+ */
 static inline void fw_done(struct fw_op *op)
 {
-	_Atomic uint64_t *n = &op->page->slot[op->slot].done;
-
 	fw_finish(op);
-	atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	atomic_fetch_add_explicit(&op->page->adj[op->semnum].done, 1, memory_order_relaxed);
 }
 
 /* The operation did not happen: its entry goes back, then its record ends. */

@@ -757,7 +757,7 @@ int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv
 		return -EINVAL;
 	}
 	set_info(set, info);
-	info->fast_ops = sv_fast_ops(set);
+	info->fast_ops = sv_fast_collect(set); /* before the nops below, which it adds to */
 	n = set->nsems;
 	for (int i = 0; i < n && i < cap; i++) {
 		const struct sv_sem *sem = sv_sem_val(set, i);
@@ -807,6 +807,7 @@ void sv_ns_reset_stats(struct sv_ns *ns)
 	rcu_read_lock();
 	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node) {
 		sv_sem_lock(set, NULL, 0);
+		sv_fast_collect(set); /* what the pages counted so far goes with the rest */
 		SV_SET_RELAXED(&set->lock_spun, 0);
 		SV_SET_RELAXED(&set->lock_slept, 0);
 		for (int i = 0; i < set->nsems; i++) {

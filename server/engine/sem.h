@@ -376,8 +376,9 @@ int sv_fast_file(const struct sv_caller *c, int semid, enum sv_fast_file which,
 int sv_fast_ask(const struct sv_caller *c, int semid, unsigned slot, uint64_t serial);
 
 /*
- * Fast operations counted in the pages that have gone (exits, revocations, removals), in
- * every namespace: for a supervisor's totals once its programs are done.
+ * Fast operations collected from the pages, in every namespace: as pages go (exits,
+ * revocations, removals) and as `show` and a reset read them; for a supervisor's totals once
+ * its programs are done.
  */
 uint64_t sv_fast_ops_total(void);
 
@@ -517,7 +518,7 @@ struct sv_sem_info {
 	int semval;
 	int32_t sempid;
 	int ncnt, zcnt;
-	uint64_t nops;	 /* completed operations that named this semaphore */
+	uint64_t nops;	 /* completed operations that named it, fast ones (untrusted) included */
 	uint64_t nwaits; /* operations that parked with this semaphore as their blocking one */
 	uint64_t lock_spun, lock_slept;
 };
