@@ -5,8 +5,10 @@
  * kill -9 landing in them (tests/prog/fast-kill.c); that a program scribbling over the memory
  * it was handed reaches nothing it could not reach with system calls, and nothing at all once
  * revoked (tests/prog/fast-hostile.c); that kill -9 before each step of an operation loses
- * nothing (tests/prog/fast-steps.c, by the library's test hook); that the library, preloaded
- * where no supervisor serves, leaves the kernel to answer; and the options it refuses.
+ * nothing (tests/prog/fast-steps.c, by the library's test hook), and neither does a signal
+ * handler there that jumps out or calls semop itself (tests/prog/fast-signals.c); that the
+ * library, preloaded where no supervisor serves, leaves the kernel to answer; and the options
+ * it refuses.
  */
 #include <criterion/criterion.h>
 
@@ -161,6 +163,32 @@ Test(run_fast, a_kill_at_each_step)
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want),
 			 "killed before %s: killed by SIGKILL, value: 10\n", steps[i]);
+	run(&s, &r);
+	cr_assert(!r.timed_out, "timed out: %s", r.out);
+	cr_assert_str_eq(r.out, want);
+	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	run_free(&r);
+}
+
+/*
+ * A signal handler before each step of a fast operation, by the same hook
+ * (tests/prog/fast-signals.c): one that jumps out of the operation, leaving it wherever it was,
+ * and one that makes operations of its own in the middle of it. Nothing the children did is
+ * lost or counted twice, inside them and after their exits.
+ */
+Test(run_fast, a_signal_at_each_step)
+{
+	static const char *const steps[] = { "A1", "E1", "A2", "A3", "A4", "A5", "E2", "A6" };
+	struct run_spec s = {
+		.prog = "fast-signals", .confined = true, .opts = { "--fast" }, .timeout_ms = 30000
+	};
+	struct run_result r;
+	char want[2048] = "";
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		snprintf(want + strlen(want), sizeof(want) - strlen(want),
+			 "jump before %s: ok, values 10 5; nest before %s: ok, values 10 5\n",
+			 steps[i], steps[i]);
 	run(&s, &r);
 	cr_assert(!r.timed_out, "timed out: %s", r.out);
 	cr_assert_str_eq(r.out, want);

@@ -22,7 +22,11 @@
  * Mappings are not inherited (MADV_DONTFORK): a child has no undo list of its own yet, and
  * maps with its own page; the fork handler forgets the parent's table in the child. A signal
  * handler's semop inside a fast operation of its thread takes the trapped call, without the
- * slot, since the interrupted operation holds the slot's pending record.
+ * slot, since the interrupted operation holds the slot's pending record. A handler that jumps
+ * out of a fast operation (siglongjmp) leaves its thread busy for good, so every later call of
+ * the thread is a trapped one without the slot: the operation it left may hold a word and a
+ * valid pending record, which only the process's exit settles (as for a thread killed there),
+ * and a call with the slot would tell the supervisor that operation was over.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -304,34 +308,40 @@ static void retire(struct fl_set *e)
 /* ---- the fast path ---- */
 
 /*
- * A test hook: SEMVISOR_FASTLIB_KILL=STEP:N kills the process (SIGKILL) before step STEP
- * (enum fw_step) of its Nth fast operation, as kill -9 at that instant would; read at the
- * process's first fast operation. Nothing else reads the environment.
+ * A test hook: SEMVISOR_FASTLIB_KILL=STEP:N[:SIGNAL] sends the calling thread SIGNAL (a
+ * number; SIGKILL if left out) before step STEP (enum fw_step) of the process's Nth fast
+ * operation, as kill -9 or a signal at that instant would: a handler runs there, and may jump
+ * out of the operation or make calls of its own. Read at the process's first fast operation.
+ * Nothing else reads the environment.
  */
 static struct {
 	pthread_once_t once;
-	int step;
-	atomic_long left; /* operations before the one that dies */
+	int step, sig;
+	atomic_long left; /* operations before the one that is hit */
 } kill_at = { .once = PTHREAD_ONCE_INIT };
 
 static void kill_at_read(void)
 {
 	const char *v = getenv("SEMVISOR_FASTLIB_KILL");
+	int got = 0;
 	long n;
 
-	if (v && sscanf(v, "%d:%ld", &kill_at.step, &n) == 2 && kill_at.step > 0 &&
-	    kill_at.step < FW_STEPS && n > 0)
+	kill_at.sig = SIGKILL;
+	if (v)
+		got = sscanf(v, "%d:%ld:%d", &kill_at.step, &n, &kill_at.sig);
+	if (got >= 2 && kill_at.step > 0 && kill_at.step < FW_STEPS && n > 0 && kill_at.sig > 0 &&
+	    kill_at.sig < NSIG)
 		atomic_store(&kill_at.left, n);
 	else
 		kill_at.step = 0;
 }
 
-/* The operation that dies (its hook is this one alone). */
+/* The operation that is hit (its hook is this one alone). */
 static int kill_hook(void *arg, enum fw_step step)
 {
 	(void)arg;
 	if ((int)step == kill_at.step)
-		raise(SIGKILL);
+		raise(kill_at.sig);
 	return 0;
 }
 
