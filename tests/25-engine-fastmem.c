@@ -198,7 +198,8 @@ Test(engine_fastmem, one_operation_through_the_fds)
 			     .d = -1,
 			     .undo = true };
 	cr_assert_eq(fw_try(&op), FW_DONE);
-	cr_assert_eq(atomic_load(fw_word_at(m.words, 1)), fw_word(1, false, 0));
+	cr_assert_eq(atomic_load(fw_word_at(m.words, 1)), fw_word(1, false, 0) | FW_CNT_ONE,
+		     "the value applied, and counted in the same exchange");
 	cr_assert_eq(fw_entry_adj(atomic_load(&p.page->adj[1].fast), 0), 1);
 	cr_assert(!fw_pending_valid(atomic_load(&p.page->slot[0].pending)));
 

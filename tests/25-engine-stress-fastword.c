@@ -60,6 +60,7 @@ struct sup {
 	uint32_t refresh_next;	 /* the page the next SETVAL refreshes */
 	int slow_adj[MAX_PAGES]; /* the engine's undo list of each page */
 	atomic_int clamped;	 /* exits that needed clamping: conservation broken */
+	uint64_t counted;	 /* fast operations the takes found counted in the word */
 };
 
 /* The time the emulated programs read, and the supervisor stamps. */
@@ -100,6 +101,7 @@ static void sup_take(struct sup *s)
 		return;
 	t = fw_take(&s->word);
 	s->val = t.val;
+	s->counted += t.count;
 	s->held = true;
 	/*
 	 * An owner names a doomed operation only if its page is live: a program can write the
@@ -342,6 +344,10 @@ Test(engine_fastword, kill_at_each_step)
 			sup_exit(&s, 0);
 			cr_assert_eq(sup_value(&s), 1, "%s stopped before step %d: value %u",
 				     unlock ? "unlock" : "lock", st, sup_value(&s));
+			/* counted exactly when its value was applied: at A5, in the same exchange */
+			cr_assert_eq(s.counted, (uint64_t)unlock + (st > FW_AT_A5),
+				     "stopped before step %d: %llu counted", st,
+				     (unsigned long long)s.counted);
 			cr_assert_eq(atomic_load(&s.clamped), 0);
 			cr_assert(!fw_slow(atomic_load(&s.word)), "the word is still held");
 			sup_fini(&s);
@@ -368,6 +374,8 @@ Test(engine_fastword, take_at_each_step)
 		cr_assert_eq(how, st <= FW_AT_A5 ? FW_CALL : FW_DONE, "taken before step %d: %d",
 			     st, how);
 		cr_assert_eq(sup_value(&s), 0);
+		cr_assert_eq(s.counted, st > FW_AT_A5, "taken before step %d: %llu counted", st,
+			     (unsigned long long)s.counted);
 		/* the lock is held exactly once: by the entry or by the slow list */
 		cr_assert_eq(fw_entry_adj(atomic_load(&pg->adj[0].fast), s.gen) + s.slow_adj[0], 1);
 		cr_assert_eq(fw_copy_adj(atomic_load(&pg->adj[0].slow), s.gen), s.slow_adj[0]);
@@ -456,6 +464,37 @@ static void assert_untouched(struct sup *s, struct fw_page *pg, uint64_t word, u
 }
 
 /*
+ * The count of fast operations in the word has 24 bits: a full one sends the operation to the
+ * trapped call, leaving the word as it was, and the take of that call empties it.
+ */
+Test(engine_fastword, a_full_count)
+{
+	uint64_t full = fw_word(5, false, 0) | ((uint64_t)FW_CNT_MAX << FW_CNT_SHIFT);
+	struct sup s;
+	struct fw_page *pg;
+	struct fw_op op;
+	enum fw_result how;
+
+	sup_init(&s, 5);
+	pg = sup_page_new(&s, 0);
+	sup_sempid(&s, 0);
+	atomic_store(&s.word, full);
+	op = op_for(&s, 0, -1);
+	cr_assert_eq(fw_try(&op), FW_CALL);
+	assert_untouched(&s, pg, full, 0);
+	cr_assert_eq(sup_call(&s, 0, 0, -1), 0);
+	cr_assert_eq(s.counted, FW_CNT_MAX);
+	op = op_for(&s, 0, -1);
+	cr_assert_eq(op_run(&s, &op, 0, &how), 0);
+	cr_assert_eq(how, FW_DONE);
+	cr_assert_eq(atomic_load(&s.word), fw_word(3, false, 0) | FW_CNT_ONE);
+	sup_exit(&s, 0);
+	cr_assert_eq(sup_value(&s), 5);
+	cr_assert_eq(s.counted, (uint64_t)FW_CNT_MAX + 1);
+	sup_fini(&s);
+}
+
+/*
  * sempid and otime, as the kernel keeps them: the fast path takes an operation only when it
  * would change neither. Another process's operation, or a new second, goes to the supervisor,
  * which records it; the next operation of the same process in the same second is fast.
@@ -488,7 +527,8 @@ Test(engine_fastword, sempid_and_otime)
 	/* another process: sempid changes */
 	op = op_for(&s, 1, 1);
 	cr_assert_eq(fw_try(&op), FW_CALL);
-	assert_untouched(&s, pg[1], fw_word(3, false, 0), 0);
+	/* the word still counts page 0's fast operation since the give */
+	assert_untouched(&s, pg[1], fw_word(3, false, 0) | FW_CNT_ONE, 0);
 	cr_assert_eq(sup_call(&s, 1, 0, 1), 0);
 	cr_assert_eq(s.sempid, fw_tag(1));
 	op = op_for(&s, 1, 1);

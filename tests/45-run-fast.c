@@ -195,3 +195,66 @@ Test(run_fast, a_signal_at_each_step)
 	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
 	run_free(&r);
 }
+
+/* A command's standard output (popen), which must exit 0. */
+static char *output_of(const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	char *buf = calloc(1, 65536);
+	size_t n = 0, k;
+
+	cr_assert(f && buf, "%s", cmd);
+	while (n < 65535 && (k = fread(buf + n, 1, 65535 - n, f)) > 0)
+		n += k;
+	cr_assert_eq(pclose(f), 0, "%s: %s", cmd, buf);
+	return buf;
+}
+
+/*
+ * Each semaphore's OPS in `semvisorctl show` counts every completed operation, those the
+ * program did in its own memory included, while the program runs (tests/prog/fast-count.c:
+ * 6000 on semaphore 0 by two threads, 1001 on semaphore 1); and after it, the operations
+ * --stats says were done on the fast path and the trapped semtimedop calls add up to exactly
+ * the 7002 it made.
+ */
+Test(run_fast, every_operation_counted_per_semaphore)
+{
+	char ctl[PATH_MAX], ctlopt[PATH_MAX + 16], done[PATH_MAX], cmd[2 * PATH_MAX];
+	struct run_spec s = { .prog = "fast-count", .confined = true, .split = true,
+			      .timeout_ms = 60000 };
+	struct run_handle h;
+	struct run_result r;
+	char *out;
+	long fast, trapped;
+	int id;
+
+	snprintf(ctl, sizeof(ctl), "/tmp/semvisor-45-%d.sock", (int)getpid());
+	snprintf(done, sizeof(done), "/tmp/semvisor-45-%d.done", (int)getpid());
+	unlink(done);
+	snprintf(ctlopt, sizeof(ctlopt), "--control=%s", ctl);
+	s.args[0] = done;
+	s.opts[0] = "--fast";
+	s.opts[1] = "--stats";
+	s.opts[2] = ctlopt;
+	run_start(&s, &h, &r);
+	cr_assert(run_pump(&h, " ready\n"), "fast-count never got ready: %s %s", r.out, r.err);
+	id = (int)number_before(r.out, " ready\n");
+	snprintf(cmd, sizeof(cmd), "%s/semvisorctl --socket %s show %d --json", run_dir(), ctl,
+		 id);
+	out = output_of(cmd);
+	cr_assert(strstr(out, "\"num\":0,\"value\":1,") && strstr(out, "\"ops\":6000,"),
+		  "semaphore 0, 6000 operations: %s", out);
+	cr_assert(strstr(out, "\"num\":1,\"value\":1001,") && strstr(out, "\"ops\":1001,"),
+		  "semaphore 1, 1001 operations: %s", out);
+	free(out);
+	close(open(done, O_CREAT | O_WRONLY, 0600));
+	run_finish(&h);
+	unlink(done);
+	cr_assert(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+		  "fast-count: %s %s", r.out, r.err);
+	fast = number_before(r.err, " semops done in the programs themselves");
+	trapped = number_after(r.err, "semtimedop ");
+	cr_assert(fast > 0 && trapped >= 0, "stderr: %s", r.err);
+	cr_assert_eq(fast + trapped, 7002, "%ld fast and %ld trapped: %s", fast, trapped, r.err);
+	run_free(&r);
+}

@@ -374,8 +374,9 @@ static inline struct sv_sem *sv_sem_val(struct sv_set *set, int num)
  */
 bool sv_fast_held(const struct sv_set *set, int num);
 /*
- * Collects what the pages counted into each semaphore's nops: the set's fast operations so
- * far, as sv_set_info.fast_ops. Caller holds the set lock (global).
+ * Takes every word, which adds the fast operations each counted to its semaphore's nops: the
+ * set's fast operations so far, as sv_set_info.fast_ops. Caller holds the set lock (global);
+ * its unlock gives the words back.
  */
 uint64_t sv_fast_collect(struct sv_set *set);
 /* sv_sem_unlock(), before the lock goes: give back the words the section may give. */

@@ -69,7 +69,7 @@ struct sv_fast {
 	struct sv_fast_page **pages; /* by index, NULL where free (complex mode) */
 	uint32_t npages;	     /* entries in pages */
 	uint32_t refresh;	     /* the page fw_refresh() visits next */
-	uint64_t ops;		     /* fast operations collected from the pages (complex mode) */
+	_Atomic uint64_t ops;	     /* fast operations counted at takes (fw_count) */
 };
 
 /* ---- finding the storage ---- */
@@ -145,10 +145,24 @@ void sv_fast_hold(struct sv_set *set, struct sv_fast *f, int num)
 	t = fw_take(fw_word_at(f->mem.words, (unsigned)num));
 	/* A word the engine did not hold has the value, even one a program marked SLOW. */
 	sv_sems(set)[num].semval = (int)t.val;
+	if (t.count) {
+		struct sv_sem *sem = &sv_sems(set)[num];
+
+		SV_SET_RELAXED(&sem->nops, SV_RELAXED(&sem->nops) + t.count);
+		atomic_fetch_add_explicit(&f->ops, t.count, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ops_total, t.count, memory_order_relaxed);
+	}
 	if (t.own && owner_page(f, t.own, &slot))
 		f->sem[num].doomed = t.own;
 	atomic_fetch_or_explicit(&f->held[num / 64], UINT64_C(1) << (num % 64),
 				 memory_order_relaxed);
+}
+
+/* Caller holds the set lock (global). */
+static void hold_all(struct sv_set *set, struct sv_fast *f)
+{
+	for (int i = 0; i < set->nsems; i++)
+		sv_fast_hold(set, f, i);
 }
 
 /* Caller holds the lock covering num, and its word. */
@@ -295,39 +309,7 @@ void sv_fast_bump(struct sv_set *set, int num)
 	}
 }
 
-/* ---- pages ---- */
-
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
-}
-
-/*
- * Moves what pg counted (fw_done()) into its semaphores' nops, the set's total and the
- * supervisor's: each count is exchanged for 0, so one a thread adds meanwhile waits for the
- * next collection, and none is taken twice. A program may write anything there, hence the
- * saturating sums. Caller holds the set lock (global).
- */
-static void collect(struct sv_set *set, struct sv_fast *f, struct sv_fast_page *pg)
-{
-	unsigned nsems = pg->mem.nsems < (unsigned)set->nsems ? pg->mem.nsems : (unsigned)set->nsems;
-	uint64_t all = 0;
-
-	for (unsigned i = 0; i < nsems; i++) {
-		_Atomic uint64_t *done = &pg->mem.page->adj[i].done;
-		struct sv_sem *sem = &sv_sems(set)[i];
-		uint64_t n;
-
-		/* a read first: collecting from a page it never wrote leaves the page clean */
-		if (!atomic_load_explicit(done, memory_order_relaxed))
-			continue;
-		n = atomic_exchange_explicit(done, 0, memory_order_relaxed);
-		SV_SET_RELAXED(&sem->nops, SV_RELAXED(&sem->nops) + (uint32_t)n);
-		all = add_sat(all, n);
-	}
-	f->ops = add_sat(f->ops, all);
-	atomic_fetch_add_explicit(&ops_total, all, memory_order_relaxed);
-}
+/* ---- statistics ---- */
 
 uint64_t sv_fast_collect(struct sv_set *set)
 {
@@ -336,10 +318,8 @@ uint64_t sv_fast_collect(struct sv_set *set)
 	if (!f)
 		return 0;
 	SV_ASSERT(sv_set_locked_global(set));
-	for (uint32_t i = 0; i < f->npages; i++)
-		if (f->pages[i])
-			collect(set, f, f->pages[i]);
-	return f->ops;
+	hold_all(set, f); /* each take counts its word's operations; the unlock gives them back */
+	return atomic_load_explicit(&f->ops, memory_order_relaxed);
 }
 
 uint64_t sv_fast_ops_total(void)
@@ -347,12 +327,12 @@ uint64_t sv_fast_ops_total(void)
 	return atomic_load_explicit(&ops_total, memory_order_relaxed);
 }
 
+/* ---- pages ---- */
+
 /* Caller holds the set lock (global). Every word is held, the page is not in use. */
-static void page_free(struct sv_set *set, struct sv_fast *f, struct sv_fast_page *pg)
+static void page_free(struct sv_fast *f, struct sv_fast_page *pg)
 {
 	uint32_t tag = fw_tag(pg->idx);
-
-	collect(set, f, pg);
 
 	for (unsigned i = 0; i < f->mem.nsems; i++) {
 		/* An index is given again only once no published tag names it (fw_tag()). */
@@ -367,11 +347,6 @@ static void page_free(struct sv_set *set, struct sv_fast *f, struct sv_fast_page
 	free(pg);
 }
 
-static void hold_all(struct sv_set *set, struct sv_fast *f)
-{
-	for (int i = 0; i < set->nsems; i++)
-		sv_fast_hold(set, f, i);
-}
 
 /* The pending slot of pg's operation the take doomed on num, or -1. */
 static int doomed_slot(const struct sv_fast *f, const struct sv_fast_page *pg, int num)
@@ -402,7 +377,7 @@ void sv_fast_exit(struct sv_set *set, struct sv_undo *un)
 
 		un->semadj[i] = (int16_t)clamp_adj(un->semadj[i] + adj);
 	}
-	page_free(set, f, pg);
+	page_free(f, pg);
 }
 
 /*
@@ -443,7 +418,7 @@ static void drop_storage(struct sv_set *set, struct sv_fast *f, bool freeze)
 					sv_jnl_adj(set, un, i);
 			}
 		}
-		page_free(set, f, pg);
+		page_free(f, pg);
 	}
 	/*
 	 * Every section that could have found f held a lock of the set: none is left, and no new

@@ -35,13 +35,21 @@
  *   bits  0-15  the value, while SLOW is clear
  *   bit   16    SLOW: the supervisor holds the word
  *   bits 17-39  the owner of a fast operation holding the word, 0 for none (fw_owner)
- *   bits 40-63  0; the supervisor ignores them
+ *   bits 40-63  fast operations since the supervisor last gave the word (fw_count). A5 adds
+ *               one in the exchange that applies the value, so the count is exact whatever
+ *               is killed when, and costs no store of its own; the supervisor takes it into
+ *               the semaphore's statistics at each take, and gives the word back with 0. A
+ *               full count sends the operation to the trapped call, whose take empties it.
+ *               Statistics only: a program may write any count there.
  */
 #define FW_VAL_MASK  UINT64_C(0xffff)
 #define FW_SLOW	     (UINT64_C(1) << 16)
 #define FW_OWN_SHIFT 17
 #define FW_OWN_MAX   ((UINT32_C(1) << 23) - 1)
 #define FW_OWN_MASK  ((uint64_t)FW_OWN_MAX << FW_OWN_SHIFT)
+#define FW_CNT_SHIFT 40
+#define FW_CNT_MAX   ((UINT32_C(1) << 24) - 1)
+#define FW_CNT_ONE   (UINT64_C(1) << FW_CNT_SHIFT)
 #define FW_GEN_MASK  ((UINT32_C(1) << 24) - 1)
 #define FW_TAG_MASK  ((UINT32_C(1) << 24) - 1)
 
@@ -69,6 +77,11 @@ static inline bool fw_slow(uint64_t w)
 static inline uint32_t fw_own(uint64_t w)
 {
 	return (uint32_t)(w >> FW_OWN_SHIFT) & FW_OWN_MAX;
+}
+
+static inline uint32_t fw_count(uint64_t w)
+{
+	return (uint32_t)(w >> FW_CNT_SHIFT);
 }
 
 static inline uint64_t fw_word(unsigned val, bool slow, uint32_t own)
@@ -217,12 +230,6 @@ static inline uint64_t fw_pending_next(uint64_t p)
 struct fw_adj {
 	_Atomic uint64_t fast; /* an entry; written only by the holder of the word */
 	_Atomic uint64_t slow; /* a copy; written only by the supervisor */
-	/*
-	 * Fast operations on the semaphore, added by the process's threads after their A5, and
-	 * taken (exchanged for 0) by the supervisor into the semaphore's statistics. Trusted for
-	 * nothing else: a program may write any number here.
-	 */
-	_Atomic uint64_t done;
 };
 
 static inline uint64_t fw_copy(int adj, uint32_t gen)
@@ -334,14 +341,10 @@ static inline void fw_finish(struct fw_op *op)
 	}
 }
 
-/*
- * A6 for an operation that happened: over, and counted. The count is an atomic addition, as
- * the process's other threads may be counting theirs on the same semaphore by now.
- */
+/* A6 for an operation that happened (A5 counted it in the word). */
 static inline void fw_done(struct fw_op *op)
 {
 	fw_finish(op);
-	atomic_fetch_add_explicit(&op->page->adj[op->semnum].done, 1, memory_order_relaxed);
 }
 
 /* The operation did not happen: its entry goes back, then its record ends. */
@@ -380,7 +383,7 @@ static inline enum fw_result fw_try(struct fw_op *op)
 			return FW_STOPPED;
 		w = atomic_load(op->word);
 		v = (int)fw_val(w);
-		if (fw_slow(w) || v + op->d < 0 || v + op->d > FW_SEMVMX)
+		if (fw_slow(w) || v + op->d < 0 || v + op->d > FW_SEMVMX || fw_count(w) == FW_CNT_MAX)
 			return FW_CALL;
 		if (fw_own(w) == 0) {
 			held = (w & ~FW_OWN_MASK) | ((uint64_t)op->owner << FW_OWN_SHIFT);
@@ -437,7 +440,8 @@ static inline enum fw_result fw_try(struct fw_op *op)
 	/* A5: the linearization point */
 	if (fw_stop(op, FW_AT_A5))
 		return FW_STOPPED;
-	applied = (held & ~(FW_OWN_MASK | FW_VAL_MASK)) | (uint64_t)(v + op->d);
+	/* held's count is below FW_CNT_MAX (A1), and a word that changed since fails the exchange */
+	applied = ((held & ~(FW_OWN_MASK | FW_VAL_MASK)) + FW_CNT_ONE) | (uint64_t)(v + op->d);
 	w = held;
 	if (!atomic_compare_exchange_strong(op->word, &w, applied))
 		return fw_abandon(op); /* taken: doomed */
@@ -461,7 +465,8 @@ struct fw_taken {
 	 * process's slot (fw_owner_of() and its own table): a program can write any owner.
 	 */
 	uint32_t own;
-	bool was_slow; /* SLOW was already set: the caller held the word, or a program wrote it */
+	uint32_t count; /* fast operations since the give (fw_count), for statistics only */
+	bool was_slow;	/* SLOW was already set: the caller held the word, or a program wrote it */
 };
 
 /* take: from now on no fast operation changes the word, and one holding it is doomed. */
@@ -471,6 +476,7 @@ static inline struct fw_taken fw_take(_Atomic uint64_t *word)
 	struct fw_taken t = {
 		.val = fw_val(w) > FW_SEMVMX ? FW_SEMVMX : fw_val(w),
 		.own = fw_own(w),
+		.count = fw_count(w),
 		.was_slow = fw_slow(w),
 	};
 	return t;

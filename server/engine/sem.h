@@ -376,9 +376,9 @@ int sv_fast_file(const struct sv_caller *c, int semid, enum sv_fast_file which,
 int sv_fast_ask(const struct sv_caller *c, int semid, unsigned slot, uint64_t serial);
 
 /*
- * Fast operations collected from the pages, in every namespace: as pages go (exits,
- * revocations, removals) and as `show` and a reset read them; for a supervisor's totals once
- * its programs are done.
+ * Fast operations counted so far, in every namespace: each time the engine takes a word back
+ * (a trapped call on the semaphore, a read of its value, `show`, an exit, a revocation), it
+ * adds the operations the word counted since it gave it.
  */
 uint64_t sv_fast_ops_total(void);
 

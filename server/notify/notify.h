@@ -102,7 +102,7 @@ struct nt_stats {
 	uint64_t budget_refused;
 	uint64_t budget_refused_kind[SV_BUDGET_KINDS];
 	uint64_t bulk_calls; /* calls of heavy listeners, served in the bulk lane */
-	/* semops the programs did themselves (--fast), collected from their pages (sv_fast_ops_total) */
+	/* semops the programs did themselves (--fast), counted in the words (sv_fast_ops_total) */
 	uint64_t fast_ops;
 };
 
