@@ -81,7 +81,7 @@ static void fast_op(struct bench *b, struct fw_op *op, int d)
 			fw_give(word, fw_take(word).val);
 			continue;
 		}
-		if (w != (fw_word(d < 0 ? 1 : 0, false, 0) | (w & ~(FW_VAL_MASK | FW_SLOW | FW_OWN_MASK)))) {
+		if (fw_slow(w) || fw_own(w) || fw_val(w) != (d < 0 ? 1u : 0u)) {
 			fprintf(stderr, "fastword: a fast operation failed on a free word\n");
 			exit(1);
 		}

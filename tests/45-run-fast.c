@@ -220,8 +220,9 @@ static char *output_of(const char *cmd)
 Test(run_fast, every_operation_counted_per_semaphore)
 {
 	char ctl[PATH_MAX], ctlopt[PATH_MAX + 16], done[PATH_MAX], cmd[2 * PATH_MAX];
-	struct run_spec s = { .prog = "fast-count", .confined = true, .split = true,
-			      .timeout_ms = 60000 };
+	struct run_spec s = {
+		.prog = "fast-count", .confined = true, .split = true, .timeout_ms = 60000
+	};
 	struct run_handle h;
 	struct run_result r;
 	char *out;
@@ -239,8 +240,7 @@ Test(run_fast, every_operation_counted_per_semaphore)
 	run_start(&s, &h, &r);
 	cr_assert(run_pump(&h, " ready\n"), "fast-count never got ready: %s %s", r.out, r.err);
 	id = (int)number_before(r.out, " ready\n");
-	snprintf(cmd, sizeof(cmd), "%s/semvisorctl --socket %s show %d --json", run_dir(), ctl,
-		 id);
+	snprintf(cmd, sizeof(cmd), "%s/semvisorctl --socket %s show %d --json", run_dir(), ctl, id);
 	out = output_of(cmd);
 	cr_assert(strstr(out, "\"num\":0,\"value\":1,") && strstr(out, "\"ops\":6000,"),
 		  "semaphore 0, 6000 operations: %s", out);

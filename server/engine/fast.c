@@ -347,7 +347,6 @@ static void page_free(struct sv_fast *f, struct sv_fast_page *pg)
 	free(pg);
 }
 
-
 /* The pending slot of pg's operation the take doomed on num, or -1. */
 static int doomed_slot(const struct sv_fast *f, const struct sv_fast_page *pg, int num)
 {

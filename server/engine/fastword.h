@@ -383,7 +383,8 @@ static inline enum fw_result fw_try(struct fw_op *op)
 			return FW_STOPPED;
 		w = atomic_load(op->word);
 		v = (int)fw_val(w);
-		if (fw_slow(w) || v + op->d < 0 || v + op->d > FW_SEMVMX || fw_count(w) == FW_CNT_MAX)
+		if (fw_slow(w) || v + op->d < 0 || v + op->d > FW_SEMVMX ||
+		    fw_count(w) == FW_CNT_MAX)
 			return FW_CALL;
 		if (fw_own(w) == 0) {
 			held = (w & ~FW_OWN_MASK) | ((uint64_t)op->owner << FW_OWN_SHIFT);

@@ -807,7 +807,7 @@ void sv_ns_reset_stats(struct sv_ns *ns)
 	rcu_read_lock();
 	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node) {
 		sv_sem_lock(set, NULL, 0);
-		sv_fast_collect(set); /* what the pages counted so far goes with the rest */
+		sv_fast_collect(set); /* what the words counted so far goes with the rest */
 		SV_SET_RELAXED(&set->lock_spun, 0);
 		SV_SET_RELAXED(&set->lock_slept, 0);
 		for (int i = 0; i < set->nsems; i++) {

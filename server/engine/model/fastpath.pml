@@ -15,9 +15,9 @@
  *       val    the value, while the supervisor does not hold the word
  *       SLOW   the supervisor holds the word: its val is stale, and no fast operation may change it
  *       own    0, or (process page, pending slot) of the fast operation that holds the word (BUSY)
-       count  fast operations since the supervisor gave the word, for statistics only: A5
-              adds one, each take reads it, give sets 0, and a full count is A1's failure.
-              It decides nothing, so the model leaves it out
+ *       count  fast operations since the supervisor gave the word, for statistics only: A5
+ *              adds one, each take reads it, give sets 0, and a full count is A1's failure.
+ *              It decides nothing, so the model leaves it out
  *   Published: what the supervisor says about the set, in a sealed memfd that every process
  *   with fast access maps read-only, so that none can forge it. Written by the supervisor
  *   only while it holds the word concerned, so stable while a fast operation holds it.
@@ -58,7 +58,7 @@
  *   A3  pending[k] = {seq odd, i, entry}                        (one store)
  *   A4  entry[i] = {gen[i], entry's semadj - d}                 (one store)
  *   A5  CAS word: {v, !SLOW, own (X,k)} -> {v + d, own 0, count + 1}: the operation's
-       linearization point
+ *       linearization point
  *   E2  read epoch; if it changed, ask the supervisor (a trapped call) whether A5 counted
  *   A6  pending[k].seq++ (even): done
  *   If A5 fails, or E1 or the answer to E2 says abandon, the operation did not happen. Restore
