@@ -12,9 +12,16 @@
  */
 #include <criterion/criterion.h>
 
+#include "tests/60-daemon-harness.h"
 #include "tests/run-harness.h"
 
-TestSuite(run_fast, .fini = run_cleanup, .timeout = 90);
+static void teardown(void)
+{
+	run_cleanup();
+	dh_cleanup();
+}
+
+TestSuite(run_fast, .fini = teardown, .timeout = 90);
 
 #define VERDICT "workers killed at random; every unit back: yes\n"
 
@@ -147,27 +154,40 @@ Test(run_fast, a_hostile_program)
 }
 
 /*
+ * The steps of enum fw_step an uncontended operation with SEM_UNDO goes through, as the hook's
+ * programs name them.
+ */
+static const char *const steps[] = { "A1", "E1", "A2", "A3", "A4", "A5", "E2", "A6" };
+#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
+
+/* prog under --fast, which must print exactly want and exit 0. */
+static void run_fast_expecting(const char *prog, const char *want)
+{
+	struct run_spec s = {
+		.prog = prog, .confined = true, .opts = { "--fast" }, .timeout_ms = 30000
+	};
+	struct run_result r;
+
+	run(&s, &r);
+	cr_assert(!r.timed_out, "timed out: %s", r.out);
+	cr_assert_str_eq(r.out, want);
+	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	run_free(&r);
+}
+
+/*
  * kill -9 before each step of a fast operation with SEM_UNDO, by the library's test hook
  * (tests/prog/fast-steps.c): whether the operation happened or not, the exit gives back exactly
  * what the process holds.
  */
 Test(run_fast, a_kill_at_each_step)
 {
-	static const char *const steps[] = { "A1", "E1", "A2", "A3", "A4", "A5", "E2", "A6" };
-	struct run_spec s = {
-		.prog = "fast-steps", .confined = true, .opts = { "--fast" }, .timeout_ms = 30000
-	};
-	struct run_result r;
 	char want[1024] = "";
 
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+	for (size_t i = 0; i < NSTEPS; i++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want),
 			 "killed before %s: killed by SIGKILL, value: 10\n", steps[i]);
-	run(&s, &r);
-	cr_assert(!r.timed_out, "timed out: %s", r.out);
-	cr_assert_str_eq(r.out, want);
-	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
-	run_free(&r);
+	run_fast_expecting("fast-steps", want);
 }
 
 /*
@@ -178,36 +198,13 @@ Test(run_fast, a_kill_at_each_step)
  */
 Test(run_fast, a_signal_at_each_step)
 {
-	static const char *const steps[] = { "A1", "E1", "A2", "A3", "A4", "A5", "E2", "A6" };
-	struct run_spec s = {
-		.prog = "fast-signals", .confined = true, .opts = { "--fast" }, .timeout_ms = 30000
-	};
-	struct run_result r;
 	char want[2048] = "";
 
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+	for (size_t i = 0; i < NSTEPS; i++)
 		snprintf(want + strlen(want), sizeof(want) - strlen(want),
 			 "jump before %s: ok, values 10 5; nest before %s: ok, values 10 5\n",
 			 steps[i], steps[i]);
-	run(&s, &r);
-	cr_assert(!r.timed_out, "timed out: %s", r.out);
-	cr_assert_str_eq(r.out, want);
-	cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
-	run_free(&r);
-}
-
-/* A command's standard output (popen), which must exit 0. */
-static char *output_of(const char *cmd)
-{
-	FILE *f = popen(cmd, "r");
-	char *buf = calloc(1, 65536);
-	size_t n = 0, k;
-
-	cr_assert(f && buf, "%s", cmd);
-	while (n < 65535 && (k = fread(buf + n, 1, 65535 - n, f)) > 0)
-		n += k;
-	cr_assert_eq(pclose(f), 0, "%s: %s", cmd, buf);
-	return buf;
+	run_fast_expecting("fast-signals", want);
 }
 
 /*
@@ -219,7 +216,10 @@ static char *output_of(const char *cmd)
  */
 Test(run_fast, every_operation_counted_per_semaphore)
 {
-	char ctl[PATH_MAX], ctlopt[PATH_MAX + 16], done[PATH_MAX], cmd[2 * PATH_MAX];
+	char ctl[PATH_MAX], ctlopt[PATH_MAX + 16], done[PATH_MAX], idtext[16];
+	const char *show[] = {
+		dh_bin("semvisorctl"), "--socket", ctl, "show", idtext, "--json", NULL
+	};
 	struct run_spec s = {
 		.prog = "fast-count", .confined = true, .split = true, .timeout_ms = 60000
 	};
@@ -229,9 +229,9 @@ Test(run_fast, every_operation_counted_per_semaphore)
 	long fast, trapped;
 	int id;
 
-	snprintf(ctl, sizeof(ctl), "/tmp/semvisor-45-%d.sock", (int)getpid());
-	snprintf(done, sizeof(done), "/tmp/semvisor-45-%d.done", (int)getpid());
-	unlink(done);
+	dh_setup_ns(false); /* a directory for the socket and the file that ends the program */
+	snprintf(ctl, sizeof(ctl), "%s", dh_path("ctl.sock"));
+	snprintf(done, sizeof(done), "%s", dh_path("done"));
 	snprintf(ctlopt, sizeof(ctlopt), "--control=%s", ctl);
 	s.args[0] = done;
 	s.opts[0] = "--fast";
@@ -240,16 +240,15 @@ Test(run_fast, every_operation_counted_per_semaphore)
 	run_start(&s, &h, &r);
 	cr_assert(run_pump(&h, " ready\n"), "fast-count never got ready: %s %s", r.out, r.err);
 	id = (int)number_before(r.out, " ready\n");
-	snprintf(cmd, sizeof(cmd), "%s/semvisorctl --socket %s show %d --json", run_dir(), ctl, id);
-	out = output_of(cmd);
+	snprintf(idtext, sizeof(idtext), "%d", id);
+	cr_assert_eq(dh_run(show, 10000, &out), 0, "semvisorctl show:\n%s", out);
 	cr_assert(strstr(out, "\"num\":0,\"value\":1,") && strstr(out, "\"ops\":6000,"),
 		  "semaphore 0, 6000 operations: %s", out);
 	cr_assert(strstr(out, "\"num\":1,\"value\":1001,") && strstr(out, "\"ops\":1001,"),
 		  "semaphore 1, 1001 operations: %s", out);
 	free(out);
-	close(open(done, O_CREAT | O_WRONLY, 0600));
+	dh_write_file(done, "done\n");
 	run_finish(&h);
-	unlink(done);
 	cr_assert(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
 		  "fast-count: %s %s", r.out, r.err);
 	fast = number_before(r.err, " semops done in the programs themselves");
