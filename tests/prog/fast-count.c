@@ -10,7 +10,6 @@
  * Usage: fast-count DONE
  */
 #include <pthread.h>
-#include <sys/stat.h>
 
 #include "prog.h"
 
@@ -32,7 +31,6 @@ static void *pairs(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t t[2];
-	struct stat st;
 
 	prog_init();
 	MUST(argc == 2);
@@ -48,10 +46,7 @@ int main(int argc, char **argv)
 	CHECK("value 0", 1, getval(id, 0));
 	CHECK("value 1", RAISES, getval(id, 1));
 	printf("%d ready\n", id);
-	for (int i = 0; stat(argv[1], &st) != 0; i++) {
-		MUST(i < 60000 / 10);
-		sleep_ms(10);
-	}
+	MUST(wait_file(argv[1], 60000));
 	MUST(sop1(id, 1, 1, 0) == 0);
 	MUST(semctl(id, 0, IPC_RMID) == 0);
 	return prog_exit_status();

@@ -11,7 +11,6 @@
  */
 #include <pthread.h>
 #include <sched.h>
-#include <sys/stat.h>
 
 #include "prog.h"
 
@@ -40,7 +39,6 @@ int main(int argc, char **argv)
 	struct chan ready, go;
 	char path[64];
 	pid_t p, g;
-	struct stat sb;
 
 	prog_init();
 	MUST(argc == 2);
@@ -89,7 +87,6 @@ int main(int argc, char **argv)
 	reap_ok(p, "a thread's unshare(CLONE_NEWIPC)");
 
 	printf("ready\n");
-	for (int i = 0; i < 2000 && stat(argv[1], &sb); i++)
-		sleep_ms(10);
+	(void)wait_file(argv[1], 20000); /* then exit as told, or on our own */
 	return prog_exit_status();
 }

@@ -28,6 +28,7 @@
 #include <sys/ipc.h>
 #include <sys/select.h>
 #include <sys/sem.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -196,6 +197,19 @@ static inline bool wait_cnt(int id, int num, int cmd, int want)
 }
 
 #define WAIT_CNT(id, num, cmd, want) MUST(wait_cnt(id, num, cmd, want))
+
+/* Wait until a file exists at path (a test's word to go on), polling: false after ms. */
+static inline bool wait_file(const char *path, int ms)
+{
+	struct stat sb;
+
+	for (int waited = 0; stat(path, &sb) != 0; waited += 10) {
+		if (waited >= ms)
+			return false;
+		sleep_ms(10);
+	}
+	return true;
+}
 
 /*
  * The value of a semaphore once it reads want, or whatever it reads after WAIT_MS. For checks
