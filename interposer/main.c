@@ -379,6 +379,7 @@ static void *stats_server(void *arg)
 	int fd = (int)(intptr_t)arg;
 	char req;
 
+	pthread_setname_np(pthread_self(), "sv-stats");
 	while (read_full(fd, &req, 1) == 1) {
 		struct nt_stats st;
 

@@ -15,6 +15,8 @@
  */
 #include "tests/60-daemon-harness.h"
 
+#include <sys/syscall.h>
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(SV_DEBUG)
 #define UNTIMED 1
 #elif defined(__has_feature)
@@ -195,5 +197,95 @@ Test(daemon_fair, greedy_tenants_apart)
 	    "the victim's median p99 loaded was more than %dx its median p99 alone, %d times: "
 	    "last %ld ns against %ld ns",
 	    RATIO, attempt, median3(loaded), median3(alone));
+	cr_assert_eq(dh_daemon_stop(&d), 0);
+}
+
+/* ---- short slices for the light threads (super.c) ------------------------------------------ */
+
+/* The fields of struct sched_attr this test reads (the kernel's layout). */
+struct sched_view {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime; /* SCHED_OTHER: the thread's slice, in ns (Linux 6.12 and later) */
+	uint64_t deadline, period;
+	uint32_t util_min, util_max;
+};
+
+static struct sched_view sched_of(pid_t tid)
+{
+	struct sched_view v = { 0 };
+
+	cr_assert_eq(syscall(SYS_sched_getattr, tid, &v, sizeof(v), 0), 0,
+		     "sched_getattr(%d): %s", (int)tid, strerror(errno));
+	return v;
+}
+
+/*
+ * Started under nice 3, with one worker (so there is a receiver): the worker and the receiver
+ * run with the short slice and keep the daemon's nice value; the bulk worker keeps the default
+ * slice and runs at nice 10; the main thread is left as it was started.
+ */
+Test(daemon_fair, light_threads_get_short_slices)
+{
+	static const char *const wrap[] = { "nice", "-n", "3", NULL };
+	struct sched_view main_view;
+	struct dh_daemon d;
+	char dir[64];
+	int workers = 0, receivers = 0, bulk = 0;
+	struct dirent *e;
+	DIR *tasks;
+
+	dh_setup();
+	dh_daemon_wrap = wrap;
+	dh_daemon_start(&d, "slices", (const char *const[]){ "--workers=1", NULL });
+	dh_daemon_wrap = NULL;
+	main_view = sched_of(d.pid);
+	cr_assert_eq(main_view.nice, 3, "the daemon runs at nice %d", main_view.nice);
+	if (main_view.runtime == 0) {
+		dh_daemon_stop(&d);
+		cr_skip_test("this kernel reports no slice for SCHED_OTHER threads (before 6.12)");
+	}
+	cr_assert_neq(main_view.runtime, 100000, "the main thread got the short slice");
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)d.pid);
+	tasks = opendir(dir);
+	cr_assert(tasks, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(tasks)) != NULL) {
+		char path[128], *comm;
+		struct sched_view v;
+		pid_t tid = (pid_t)strtol(e->d_name, NULL, 10);
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%d/comm", dir, (int)tid);
+		comm = dh_slurp(path);
+		cr_assert(comm, "%s: %s", path, strerror(errno));
+		comm[strcspn(comm, "\n")] = '\0';
+		v = sched_of(tid);
+		cr_assert_eq(v.policy, SCHED_OTHER, "%s (%d): policy %u", comm, (int)tid, v.policy);
+		if (!strcmp(comm, "sv-worker") || !strcmp(comm, "sv-receiver")) {
+			workers += comm[3] == 'w';
+			receivers += comm[3] == 'r';
+			cr_assert_eq(v.runtime, 100000, "%s (%d): slice %llu ns", comm, (int)tid,
+				     (unsigned long long)v.runtime);
+			cr_assert_eq(v.nice, 3, "%s (%d): nice %d", comm, (int)tid, v.nice);
+		} else {
+			cr_assert_eq(v.runtime, main_view.runtime, "%s (%d): slice %llu ns", comm,
+				     (int)tid, (unsigned long long)v.runtime);
+			if (!strcmp(comm, "sv-bulk")) {
+				bulk++;
+				cr_assert_eq(v.nice, 10, "sv-bulk (%d): nice %d", (int)tid, v.nice);
+			} else {
+				cr_assert_eq(v.nice, 3, "%s (%d): nice %d", comm, (int)tid, v.nice);
+			}
+		}
+		free(comm);
+	}
+	closedir(tasks);
+	cr_assert(workers == 1 && receivers == 1 && bulk == 1,
+		  "threads named: %d sv-worker, %d sv-receiver, %d sv-bulk", workers, receivers,
+		  bulk);
 	cr_assert_eq(dh_daemon_stop(&d), 0);
 }

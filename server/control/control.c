@@ -570,6 +570,7 @@ static void *ctl_main(void *arg)
 {
 	struct ctl_server *srv = arg;
 
+	pthread_setname_np(pthread_self(), "sv-control");
 	sv_thread_register();
 	for (;;) {
 		int64_t now = ctl_now_ns(), next = INT64_MAX;

@@ -258,6 +258,7 @@ static void *http_main(void *arg)
 	struct ctl_http *h = arg;
 	struct pollfd pfd[HTTP_MAX_CONNS + 2];
 
+	pthread_setname_np(pthread_self(), "sv-metrics");
 	sv_thread_register();
 	for (;;) {
 		int64_t now = ctl_now_ns(), next = INT64_MAX;

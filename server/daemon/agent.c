@@ -200,6 +200,7 @@ static void *receive(void *arg)
 	int listener, rc;
 	char ok = 1;
 
+	pthread_setname_np(pthread_self(), "sv-agent");
 	rc = ho_recv(c->fd, &listener, &info, AGENT_TIMEOUT_MS, err, sizeof(err));
 	if (rc) {
 		bool dropped;

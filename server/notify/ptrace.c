@@ -685,6 +685,7 @@ static void *tracer_main(void *arg)
 	siginfo_t si;
 	int err = 0;
 
+	nt_thread_start("sv-tracer", false);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	sigemptyset(&wake);

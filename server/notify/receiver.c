@@ -158,6 +158,7 @@ static void *receiver_main(void *arg)
 	bool check = false;
 	sigset_t mask;
 
+	nt_thread_start("sv-receiver", true);
 	/* Like every worker it takes no process signal, but the kick has to reach it. */
 	sigfillset(&mask);
 	sigdelset(&mask, KICK_SIG);

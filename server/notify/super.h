@@ -139,4 +139,10 @@ struct nt_super {
 struct nt_worker *nt_guest_new(struct nt_super *s);
 void nt_guest_free(struct nt_worker *wk);
 
+/*
+ * Called by a thread of the supervisor as it starts: names it (`top -H`, perf, /proc) and, when
+ * @light (the workers and the receiver), asks the scheduler for a short slice (super.c).
+ */
+void nt_thread_start(const char *name, bool light);
+
 #endif
