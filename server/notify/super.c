@@ -51,8 +51,8 @@
 #include "notify/super.h"
 
 #define SWEEP_INTERVAL_MS 100
-#define BULK_NICE	  10 /* the bulk worker's, relative to the other workers' */
-#define PROBE_SWEEPS	  10 /* namespaces without a confined thread are probed once a second */
+#define BULK_NICE	  10	 /* the bulk worker's nice value, over the other workers' */
+#define PROBE_SWEEPS	  10	 /* namespaces without a confined thread are probed once a second */
 #define LIGHT_SLICE_NS	  100000 /* the least slice the kernel grants */
 
 /* struct sched_attr as the kernel defines it (SCHED_ATTR_SIZE_VER1); libc may lack it. */
@@ -93,6 +93,18 @@ static void light_slice(void)
 	a.size = sizeof(a);
 	a.sched_runtime = LIGHT_SLICE_NS;
 	(void)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+/* The calling thread's nice value, by `by` more (up to 19) than the daemon was started with. */
+static void lower_priority(int by)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int nice;
+
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, tid);
+	if (errno == 0)
+		setpriority(PRIO_PROCESS, tid, nice + by > 19 ? 19 : nice + by);
 }
 
 void nt_thread_start(const char *name, bool light)
@@ -158,7 +170,7 @@ static void *bulk_main(void *arg)
 	 * Nice, not SCHED_IDLE: the bulk worker takes locks others may need (a thread's,
 	 * exits_lock, engine locks), so it must not starve while it holds one.
 	 */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BULK_NICE);
+	lower_priority(BULK_NICE);
 	sv_thread_register();
 	for (;;) {
 		xlock(&s->bulk_lock);
