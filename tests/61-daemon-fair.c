@@ -6,12 +6,14 @@
  *   - the greedy tenants' calls are served by the bulk lane, all but the few that made them
  *     heavy, and the victim's never are (semvisorctl stats' bulk_calls, exactly accounted);
  *   - every greedy tenant's GETALL reads back its SETALL, and the victim is served throughout;
- *   - the victim's p99 under load stays within RATIO times its p99 alone: medians of three
- *     repetitions taken in turns, as bench/tenants.sh takes them (whose figures the README
- *     quotes), with one more set of three if the machine spoiled the first. Without the bulk
- *     lane it was 17-20x; with it, on 2 CPUs, 2.3-4x, the rest being the greedy tenants' own
- *     processes and memory traffic beside the victim's (README, "Many tenants"). Sanitizer
- *     and debug builds are too slow and uneven to time, so they check the rest only.
+ *   - the victim's p99 under load stays within RATIO (3, issue 15's goal) times its p99 alone:
+ *     medians of three repetitions taken in turns, as bench/tenants.sh takes them (whose
+ *     figures the README quotes), with up to two more sets of three if the machine spoiled
+ *     the first. Without the bulk lane it was 17-20x. With it and the light threads' short
+ *     slices, ten runs on 2 CPUs gave 1.7-2.8x in the first set nine times and 3.25x once:
+ *     the rest is the greedy tenants' own processes and memory traffic beside the victim's
+ *     (README, "Many tenants"). Sanitizer and debug builds are too slow and uneven to time,
+ *     so they check the rest only.
  */
 #include "tests/60-daemon-harness.h"
 
@@ -32,8 +34,8 @@
 #define GREEDY_MS    "2000"
 #define PROBES	     "2000"
 #define REPS	     3 /* alone, loaded, alone, ...: the medians are compared */
-#define ATTEMPTS     2
-#define RATIO	     6
+#define ATTEMPTS     3
+#define RATIO	     3
 
 TestSuite(daemon_fair, .timeout = 180, .fini = dh_cleanup);
 
