@@ -12,8 +12,8 @@
  *     the first. Without the bulk lane it was 17-20x. With it and the light threads' short
  *     slices, ten runs on 2 CPUs gave 1.7-2.8x in the first set nine times and 3.25x once:
  *     the rest is the greedy tenants' own processes and memory traffic beside the victim's
- *     (README, "Many tenants"). Sanitizer and debug builds are too slow and uneven to time,
- *     so they check the rest only.
+ *     (README, "semvisord and containers", Fairness). Sanitizer and debug builds are too
+ *     slow and uneven to time, so they check the rest only.
  */
 #include "tests/60-daemon-harness.h"
 

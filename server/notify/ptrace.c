@@ -34,6 +34,7 @@
 #include "notify/receiver.h"
 #include "notify/serve.h"
 #include "notify/super.h"
+#include "notify/threads.h"
 #include "notify/target.h"
 
 #define ERESTARTSYS    512 /* the kernel's, never seen by a program */

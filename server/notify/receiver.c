@@ -56,6 +56,7 @@
 #include "notify/serve.h"
 #include "notify/stats.h"
 #include "notify/super.h"
+#include "notify/threads.h"
 #include "util/debug.h"
 #include "util/killpoint.h"
 

@@ -19,6 +19,7 @@
  *   stats.c      counters and --trace
  *   durable.c    the memfd a crash leaves behind: calls' slots, checkpoint, journal
  *   nsreg.c, target.c, filter.c   namespaces, facts read about a thread, the filter
+ *   threads.c    the supervisor's threads: their names and how the scheduler treats them
  *
  * Locks, outermost first; a lock is only ever taken inside those to its left:
  *   s->exits_lock > thr->lock > proc->lock
@@ -138,11 +139,5 @@ struct nt_super {
  */
 struct nt_worker *nt_guest_new(struct nt_super *s);
 void nt_guest_free(struct nt_worker *wk);
-
-/*
- * Called by a thread of the supervisor as it starts: names it (`top -H`, perf, /proc) and, when
- * @light (the workers and the receiver), asks the scheduler for a short slice (super.c).
- */
-void nt_thread_start(const char *name, bool light);
 
 #endif
