@@ -208,11 +208,12 @@ Test(run_fast, a_signal_at_each_step)
 }
 
 /*
- * Each semaphore's OPS in `semvisorctl show` counts every completed operation, those the
- * program did in its own memory included, while the program runs (tests/prog/fast-count.c:
- * 6000 on semaphore 0 by two threads, 1001 on semaphore 1); and after it, the operations
- * --stats says were done on the fast path and the trapped semtimedop calls add up to exactly
- * the 7002 it made.
+ * Every completed operation is counted, those the program did in its own memory included,
+ * while the program runs (tests/prog/fast-count.c: 6000 on semaphore 0 by two threads, 1501
+ * on semaphore 1, the last 500 of them since the engine last held its word): first in
+ * `semvisorctl stats`' totals, the fast ones and the trapped semop and semtimedop calls; then
+ * in each semaphore's OPS in `semvisorctl show`. After it, the operations --stats says were
+ * done on the fast path and the trapped semtimedop calls add up to exactly the 7502 it made.
  */
 Test(run_fast, every_operation_counted_per_semaphore)
 {
@@ -220,13 +221,14 @@ Test(run_fast, every_operation_counted_per_semaphore)
 	const char *show[] = {
 		dh_bin("semvisorctl"), "--socket", ctl, "show", idtext, "--json", NULL
 	};
+	const char *stats[] = { dh_bin("semvisorctl"), "--socket", ctl, "stats", "--json", NULL };
 	struct run_spec s = {
 		.prog = "fast-count", .confined = true, .split = true, .timeout_ms = 60000
 	};
 	struct run_handle h;
 	struct run_result r;
 	char *out;
-	long fast, trapped;
+	long fast, trapped, semop, semtimedop;
 	int id;
 
 	dh_setup_ns(false); /* a directory for the socket and the file that ends the program */
@@ -241,11 +243,21 @@ Test(run_fast, every_operation_counted_per_semaphore)
 	cr_assert(run_pump(&h, " ready\n"), "fast-count never got ready: %s %s", r.out, r.err);
 	id = (int)number_before(r.out, " ready\n");
 	snprintf(idtext, sizeof(idtext), "%d", id);
+	/* stats first: show would take the words back itself */
+	cr_assert_eq(dh_run(stats, 10000, &out), 0, "semvisorctl stats:\n%s", out);
+	fast = number_after(out, "\"fast_ops\":");
+	semop = number_after(out, "\"semop\":");
+	semtimedop = number_after(out, "\"semtimedop\":");
+	cr_assert(fast > 0 && semop >= 0 && semtimedop >= 0, "semvisorctl stats: %s", out);
+	cr_assert_eq(fast + semop + semtimedop, 7501,
+		     "stats counted %ld fast and %ld + %ld trapped semops of 7501: %s", fast, semop,
+		     semtimedop, out);
+	free(out);
 	cr_assert_eq(dh_run(show, 10000, &out), 0, "semvisorctl show:\n%s", out);
 	cr_assert(strstr(out, "\"num\":0,\"value\":1,") && strstr(out, "\"ops\":6000,"),
 		  "semaphore 0, 6000 operations: %s", out);
-	cr_assert(strstr(out, "\"num\":1,\"value\":1001,") && strstr(out, "\"ops\":1001,"),
-		  "semaphore 1, 1001 operations: %s", out);
+	cr_assert(strstr(out, "\"num\":1,\"value\":1501,") && strstr(out, "\"ops\":1501,"),
+		  "semaphore 1, 1501 operations: %s", out);
 	free(out);
 	dh_write_file(done, "done\n");
 	run_finish(&h);
@@ -254,6 +266,6 @@ Test(run_fast, every_operation_counted_per_semaphore)
 	fast = number_before(r.err, " semops done in the programs themselves");
 	trapped = number_after(r.err, "semtimedop ");
 	cr_assert(fast > 0 && trapped >= 0, "stderr: %s", r.err);
-	cr_assert_eq(fast + trapped, 7002, "%ld fast and %ld trapped: %s", fast, trapped, r.err);
+	cr_assert_eq(fast + trapped, 7502, "%ld fast and %ld trapped: %s", fast, trapped, r.err);
 	run_free(&r);
 }

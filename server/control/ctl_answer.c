@@ -471,6 +471,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 
 	semvisor__stats__init(s);
 	semvisor__call_counts__init(c);
+	nt_super_collect_fast(cx->super);
 	nt_super_stats(cx->super, &st);
 	clock_gettime(CLOCK_REALTIME, &wall);
 	s->mono_ns = (uint64_t)now;

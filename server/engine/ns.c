@@ -799,6 +799,26 @@ int sv_ns_remove_set(struct sv_ns *ns, int id, struct sv_wakeq *wq)
 	return ret;
 }
 
+void sv_ns_collect_fast(struct sv_ns *ns)
+{
+	struct cds_lfht_iter iter;
+	struct sv_set *set;
+
+	rcu_read_lock();
+	cds_lfht_for_each_entry(ns->by_id, &iter, set, id_node) {
+		/*
+		 * Storage is made under the set lock before the program that asked for it hears
+		 * of it, so a set without storage here has had no fast operation to count yet.
+		 */
+		if (!SV_RELAXED(&set->fast_on))
+			continue;
+		sv_sem_lock(set, NULL, 0);
+		sv_fast_collect(set);
+		sv_sem_unlock(set, SV_LOCK_GLOBAL);
+	}
+	rcu_read_unlock();
+}
+
 void sv_ns_reset_stats(struct sv_ns *ns)
 {
 	struct cds_lfht_iter iter;

@@ -550,5 +550,11 @@ int sv_ns_show_set(struct sv_ns *ns, int id, struct sv_set_info *info, struct sv
 int sv_ns_remove_set(struct sv_ns *ns, int id, struct sv_wakeq *wq);
 /* Zero the per-set and per-semaphore counters. */
 void sv_ns_reset_stats(struct sv_ns *ns);
+/*
+ * Count every fast operation programs have made on the namespace's sets so far (--fast): takes
+ * the words of every set with fast storage, which adds what they counted to the semaphores'
+ * nops and to sv_fast_ops_total(). The unlocks give the words back.
+ */
+void sv_ns_collect_fast(struct sv_ns *ns);
 
 #endif /* SV_SEM_H */

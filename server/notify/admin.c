@@ -81,6 +81,18 @@ static int ns_reset_stats(struct nt_ns *n, void *arg)
 	return 0;
 }
 
+static int ns_collect_fast(struct nt_ns *n, void *arg)
+{
+	(void)arg;
+	sv_ns_collect_fast(n->ns);
+	return 0;
+}
+
+void nt_super_collect_fast(struct nt_super *s)
+{
+	nsreg_for_each(&s->reg, ns_collect_fast, NULL);
+}
+
 void nt_super_reset_stats(struct nt_super *s)
 {
 	struct nt_worker *wk;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A known number of semops, for a test to count: under `semvisor-run --fast` most are done in
- * the program itself, and `semvisorctl show` must still count each semaphore's exactly.
+ * the program itself, and `semvisorctl stats` and `show` must still count them exactly.
  *
  * Two threads take and give back a unit of semaphore 0 (PAIRS pairs each), while the main
- * thread raises semaphore 1 by one RAISES times; then it prints "SEMID ready" and waits for
- * the file DONE to appear, and raises semaphore 1 once more before it removes the set.
+ * thread raises semaphore 1 by one RAISES times; it checks both values, then raises semaphore 1
+ * LATE more times (after the GETVALs, which took the semaphores back, so that these are
+ * counted in the word alone); then it prints "SEMID ready" and waits for the file DONE to
+ * appear, and raises semaphore 1 once more before it removes the set.
  *
  * Usage: fast-count DONE
  */
@@ -15,6 +17,7 @@
 
 #define PAIRS  1500
 #define RAISES 1001
+#define LATE   500
 
 static int id;
 
@@ -45,6 +48,8 @@ int main(int argc, char **argv)
 		MUST(pthread_join(t[k], NULL) == 0);
 	CHECK("value 0", 1, getval(id, 0));
 	CHECK("value 1", RAISES, getval(id, 1));
+	for (int i = 0; i < LATE; i++)
+		MUST(sop1(id, 1, 1, 0) == 0);
 	printf("%d ready\n", id);
 	MUST(wait_file(argv[1], 60000));
 	MUST(sop1(id, 1, 1, 0) == 0);
