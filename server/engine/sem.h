@@ -553,7 +553,7 @@ void sv_ns_reset_stats(struct sv_ns *ns);
 /*
  * Count every fast operation programs have made on the namespace's sets so far (--fast): takes
  * the words of every set with fast storage, which adds what they counted to the semaphores'
- * nops and to sv_fast_ops_total(). The unlocks give the words back.
+ * nops and to sv_fast_ops_total(). The unlocks give the words back. Caller holds no set lock.
  */
 void sv_ns_collect_fast(struct sv_ns *ns);
 
