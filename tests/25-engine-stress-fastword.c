@@ -296,6 +296,20 @@ static void sup_sempid(struct sup *s, uint32_t page)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * A semaphore at val and one process, page 0, whose trapped operation made it sempid: the
+ * state from which that process's operations take the fast path. Returns its page.
+ */
+static struct fw_page *sup_one_process(struct sup *s, unsigned val)
+{
+	struct fw_page *pg;
+
+	sup_init(s, val);
+	pg = sup_page_new(s, 0);
+	sup_sempid(s, 0);
+	return pg;
+}
+
 /* ---- one operation, stopped or taken before each step ---- */
 
 struct at {
@@ -327,9 +341,7 @@ Test(engine_fastword, kill_at_each_step)
 			struct fw_op op;
 			enum fw_result how;
 
-			sup_init(&s, 1);
-			sup_page_new(&s, 0);
-			sup_sempid(&s, 0);
+			sup_one_process(&s, 1);
 			if (unlock) {
 				op = op_for(&s, 0, -1);
 				cr_assert_eq(op_run(&s, &op, 0, &how), 0);
@@ -364,9 +376,7 @@ Test(engine_fastword, take_at_each_step)
 		struct fw_op op;
 		enum fw_result how;
 
-		sup_init(&s, 1);
-		pg = sup_page_new(&s, 0);
-		sup_sempid(&s, 0);
+		pg = sup_one_process(&s, 1);
 		op = op_for(&s, 0, -1);
 		op.hook = at_step;
 		op.hook_arg = &a;
@@ -426,9 +436,7 @@ Test(engine_fastword, moved_storage)
 		struct forge f = { .s = &s, .forge = forged };
 		struct fw_op op;
 
-		sup_init(&s, 1);
-		f.pg = sup_page_new(&s, 0);
-		sup_sempid(&s, 0);
+		f.pg = sup_one_process(&s, 1);
 		op = op_for(&s, 0, -1);
 		op.hook = forged ? move_at_a5 : move_at_e2;
 		op.hook_arg = &f;
@@ -475,9 +483,7 @@ Test(engine_fastword, a_full_count)
 	struct fw_op op;
 	enum fw_result how;
 
-	sup_init(&s, 5);
-	pg = sup_page_new(&s, 0);
-	sup_sempid(&s, 0);
+	pg = sup_one_process(&s, 5);
 	atomic_store(&s.word, full);
 	op = op_for(&s, 0, -1);
 	cr_assert_eq(fw_try(&op), FW_CALL);
@@ -655,9 +661,7 @@ static int range_case(int slow, int fast, int d, enum fw_result *how)
 	struct fw_op op;
 	int rc;
 
-	sup_init(&s, v);
-	pg = sup_page_new(&s, 0);
-	sup_sempid(&s, 0);
+	pg = sup_one_process(&s, v);
 	pthread_mutex_lock(&s.lock);
 	sup_take(&s);
 	sup_set_slow_adj(&s, 0, slow);
