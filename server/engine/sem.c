@@ -502,6 +502,11 @@ bool sv_wakeq_empty(const struct sv_wakeq *q)
 	return !q->head;
 }
 
+bool sv_wakeq_many(const struct sv_wakeq *q)
+{
+	return q->head && q->head->wq_next;
+}
+
 struct sv_waiter *sv_wakeq_pop(struct sv_wakeq *q)
 {
 	struct sv_waiter *w = q->head;

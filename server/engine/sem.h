@@ -389,6 +389,8 @@ long sv_undo_entries(void);
 void sv_wakeq_init(struct sv_wakeq *q);
 struct sv_waiter *sv_wakeq_pop(struct sv_wakeq *q);
 bool sv_wakeq_empty(const struct sv_wakeq *q);
+/* More than one waiter on it. */
+bool sv_wakeq_many(const struct sv_wakeq *q);
 
 /*
  * Result of a completed waiter: 0, -EIDRM (set removed), -EAGAIN (IPC_NOWAIT on

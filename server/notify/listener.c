@@ -107,6 +107,18 @@ int nt_super_add_listener(struct nt_super *s, int fd, const struct nt_listener_o
 	return 0;
 }
 
+void nt_listener_unsync(struct nt_listener *l)
+{
+	if (l->sync_wake && atomic_fetch_add(&l->unsynced, 1) == 0)
+		ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, 0UL);
+}
+
+void nt_listener_resync(struct nt_listener *l)
+{
+	if (l->sync_wake && atomic_fetch_sub(&l->unsynced, 1) == 1)
+		ioctl(l->src.fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+}
+
 void nt_super_drop_listeners(struct nt_super *s)
 {
 	struct nt_listener *l, *lt;

@@ -254,10 +254,15 @@ bool nt_drop_parked(struct nt_worker *wk, struct nt_thread *thr, bool remember)
 	return true;
 }
 
+/* Listeners a bulk delivery answers without SYNC_WAKE_UP; more answer with it, only slower. */
+#define UNSYNCED_MAX 8
+
 unsigned int nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 {
+	struct nt_listener *unsynced[UNSYNCED_MAX];
 	struct sv_waiter *w;
-	unsigned int n = 0;
+	unsigned int n = 0, nun = 0;
+	bool bulk = sv_wakeq_many(wq);
 
 	for (; (w = sv_wakeq_pop(wq)); n++) {
 		struct nt_req *r = sv_waiter_cookie(w);
@@ -266,6 +271,18 @@ unsigned int nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 		struct nt_stats *st = NT_STATS(s, wk);
 		int status = sv_waiter_result(w);
 		bool adopted;
+
+		if (bulk && nun < UNSYNCED_MAX) {
+			unsigned int i = 0;
+
+			while (i < nun && unsynced[i] != r->l)
+				i++;
+			if (i == nun) {
+				nt_listener_get(r->l); /* past the request's reference, put below */
+				nt_listener_unsync(r->l);
+				unsynced[nun++] = r->l;
+			}
+		}
 
 		/*
 		 * The answer goes, and a lost one is undone and recorded, under the thread's
@@ -315,6 +332,10 @@ unsigned int nt_deliver(struct nt_worker *wk, struct sv_wakeq *wq)
 		xunlock(&thr->lock);
 		sv_waiter_free(w);
 		nt_req_put(r);
+	}
+	for (unsigned int i = 0; i < nun; i++) {
+		nt_listener_resync(unsynced[i]);
+		nt_listener_put(unsynced[i]);
 	}
 	return n;
 }
