@@ -202,6 +202,8 @@ static json_t *json_stats_doc(const Semvisor__Stats *s)
 		oom();
 	if (doc && json_object_set_new(doc, "fast_ops", ju64(s->fast_ops)))
 		oom();
+	if (doc && json_object_set_new(doc, "busy_probes", ju64(s->busy_probes)))
+		oom();
 	if (doc && s->n_clients) {
 		json_t *clients = json_array();
 

@@ -307,8 +307,10 @@ static const struct cmd cmds[] = {
 	  "processes_exited, namespaces_ended, budget_refused (calls the memory budget\n"
 	  "refused) and budget_refused_kind (semaphores, sets, undos, waiters, namespaces:\n"
 	  "by the bound that refused), bulk_calls, fast_ops (semops programs did in their\n"
-	  "own memory with semvisor-run --fast, every one made before the request), lock\n"
-	  "and namespaces.\n" },
+	  "own memory with semvisor-run --fast, every one made before the request),\n"
+	  "busy_probes (of the semtimedop calls and EAGAIN errors: tries of --fast semops\n"
+	  "waiting in the program that found the semaphore still short), lock and\n"
+	  "namespaces.\n" },
 	{ "ipcs", cmd_ipcs, 0, O_JSON | O_NS, "ipcs [--ns NAME] [--json]",
 	  "List the semaphore sets, as ipcs -s does, in every namespace (or only NAME):\n"
 	  "NAMESPACE, KEY (hex), SEMID, OWNER, PERMS (octal), NSEMS, LAST-SEMOP and\n"

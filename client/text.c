@@ -209,6 +209,11 @@ void text_stats(FILE *f, const Semvisor__Stats *s)
 	if (s->fast_ops)
 		fprintf(f, "%-13s %llu semops done in the programs themselves\n", "fast path",
 			(unsigned long long)s->fast_ops);
+	if (s->busy_probes)
+		fprintf(f,
+			"%-13s %llu busy probes (semtimedop calls of waits that tried before "
+			"parking)\n",
+			"fast path", (unsigned long long)s->busy_probes);
 	if (l && !strcmp(l->kind, "amutex"))
 		fprintf(f,
 			"%-13s %s: %llu acquired (%llu free, %llu spun, %llu slept); %llu sleeps, "

@@ -64,6 +64,7 @@ struct options {
 	bool proc_view;	     /* trap opens: /proc/sysvipc/sem shows our sets (procview.h) */
 	bool crash_safe;     /* journal everything, restart a supervisor that dies */
 	bool fast;	     /* preload the fast path's library into PROGRAM */
+	long fast_spin;	     /* --fast-spin microseconds, or -1: the library's own */
 	enum {
 		BACKEND_AUTO,
 		BACKEND_NOTIFY,
@@ -116,6 +117,10 @@ static void usage(FILE *f)
 	       "                         calls that wait, wake or need the supervisor, are\n"
 	       "                         served as without it. Not with --crash-safe, whose\n"
 	       "                         journal must see every change\n"
+	       "      --fast-spin=US     with --fast, how long a semop that must wait first\n"
+	       "                         waits in PROGRAM, yielding the CPU, before it parks\n"
+	       "                         in the supervisor: microseconds from 0 (park at\n"
+	       "                         once) to 1000000, 50 by default\n"
 	       "      --crash-safe       if the embedded supervisor dies (kill -9 at any\n"
 	       "                         instant), start another that loses nothing: every\n"
 	       "                         change is journaled in memory semvisor-run keeps\n"
@@ -145,7 +150,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		OPT_PROC_VIEW,
 		OPT_CRASH_SAFE,
 		OPT_BACKEND,
-		OPT_FAST
+		OPT_FAST,
+		OPT_FAST_SPIN
 	};
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
@@ -158,6 +164,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "proc-view", no_argument, NULL, OPT_PROC_VIEW },
 		{ "crash-safe", no_argument, NULL, OPT_CRASH_SAFE },
 		{ "fast", no_argument, NULL, OPT_FAST },
+		{ "fast-spin", required_argument, NULL, OPT_FAST_SPIN },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -220,6 +227,20 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_FAST:
 			o->fast = true;
 			break;
+		case OPT_FAST_SPIN: {
+			char *end;
+			long us = strtol(optarg, &end, 10);
+
+			if (!*optarg || *end || us < 0 || us > 1000000) {
+				fprintf(stderr,
+					"semvisor-run: --fast-spin wants microseconds from 0 to "
+					"1000000, not '%s'\n",
+					optarg);
+				exit(EXIT_SELF);
+			}
+			o->fast_spin = us;
+			break;
+		}
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto")) {
 				o->backend = BACKEND_AUTO;
@@ -275,6 +296,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 				"semvisord is crash-safe under a service manager (semvisord(8))\n");
 		exit(EXIT_SELF);
 	}
+	if (o->fast_spin >= 0 && !o->fast) {
+		fprintf(stderr, "semvisor-run: --fast-spin is how long a --fast call waits in "
+				"PROGRAM before it parks: it needs --fast\n");
+		exit(EXIT_SELF);
+	}
 	if (o->fast && o->crash_safe) {
 		fprintf(stderr, "semvisor-run: --fast changes values without a trapped call, which "
 				"the journal of --crash-safe would not see\n");
@@ -309,13 +335,13 @@ static void die(const char *fmt, ...)
 /*
  * --fast: the library goes first in PROGRAM's LD_PRELOAD (which the dynamic linker reads at
  * each exec: every dynamically linked program of the tree gets it). Beside semvisor-run in a
- * build, in ../lib/semvisor once installed.
+ * build, in ../lib/semvisor once installed. spin_us: --fast-spin, or -1 for the library's own.
  */
-static void preload_fastlib(void)
+static void preload_fastlib(long spin_us)
 {
 	static const char *const where[] = { "libsemvisor-fast.so",
 					     "../lib/semvisor/libsemvisor-fast.so" };
-	char exe[PATH_MAX], lib[PATH_MAX + 64], *slash, *val;
+	char exe[PATH_MAX], lib[PATH_MAX + 64], us[24], *slash, *val;
 	const char *old = getenv("LD_PRELOAD");
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
@@ -347,6 +373,10 @@ static void preload_fastlib(void)
 	if (asprintf(&val, "%s%sverify_asan_link_order=0", old, *old ? ":" : "") < 0)
 		die("out of memory");
 	if (setenv("ASAN_OPTIONS", val, 1))
+		die("setenv: %s", strerror(errno));
+	/* the library's wait before a park (fastlib.c's wait_here()); else its default */
+	snprintf(us, sizeof(us), "%ld", spin_us);
+	if (spin_us >= 0 && setenv("SEMVISOR_FAST_SPIN_US", us, 1))
 		die("setenv: %s", strerror(errno));
 }
 
@@ -832,7 +862,7 @@ static void choose_backend(struct options *o)
 
 int main(int argc, char **argv)
 {
-	struct options o = { 0 };
+	struct options o = { .fast_spin = -1 };
 	int handoff[2], ctl[2] = { -1, -1 }, errpipe[2], journal = -1, listener = -1, restarts = 0;
 	char msg[512];
 	ssize_t n;
@@ -842,7 +872,7 @@ int main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	choose_backend(&o);
 	if (o.fast)
-		preload_fastlib();
+		preload_fastlib(o.fast_spin);
 	/* Opened here, so that a bad path is said before PROGRAM runs; never PROGRAM's (CLOEXEC). */
 	if (o.trace_path && !(o.trace = fopen(o.trace_path, "we")))
 		die("cannot write %s: %s", o.trace_path, strerror(errno));

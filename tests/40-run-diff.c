@@ -126,6 +126,9 @@ DIFF(eintr_nosleep, "eintr-nosleep", 30)
 /* killed sleepers never consume a unit */
 DIFF(killed, "killed", 30)
 
+/* a call made while another waits takes nothing from it, even before it parks (--fast) */
+DIFF(fast_wait, "fast-wait", 30)
+
 /* IPC_RMID with sleepers: EIDRM */
 DIFF(rmid, "rmid", 30)
 

@@ -19,6 +19,9 @@
  * in (active[]), and retired mappings older than every published one are unmapped by the next
  * mapping.
  *
+ * A call that would wait first waits here, for a few tens of microseconds (wait_here()), and
+ * parks in the supervisor only if the value does not come back meanwhile.
+ *
  * Mappings are not inherited (MADV_DONTFORK): a child has no undo list of its own yet, and
  * maps with its own page; the fork handler forgets the parent's table in the child. A signal
  * handler's semop inside a fast operation of its thread takes the trapped call, without the
@@ -30,6 +33,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,13 +98,16 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* ---- the trapped calls ---- */
 
-/* fastabi.h: the slot for the thread's doomed operation, and a number new to each call */
+/*
+ * fastabi.h: the slot for the thread's doomed operation, and a number new to each call; mark
+ * SV_FAST_MARK, or SV_FAST_PROBE for wait_here()'s tries.
+ */
 static long trapped_semop(int semid, struct sembuf *sops, size_t nsops,
-			  const struct timespec *timeout, int slot)
+			  const struct timespec *timeout, int slot, uint64_t mark)
 {
 	uint64_t tag = (uint64_t)++self.seq << 8 | (uint64_t)(slot + 1);
 
-	return syscall(SYS_semtimedop, semid, sops, nsops, timeout, tag, SV_FAST_MARK);
+	return syscall(SYS_semtimedop, semid, sops, nsops, timeout, tag, mark);
 }
 
 /* ---- threads ---- */
@@ -112,8 +119,11 @@ static void slot_free(void *arg)
 
 static void forget_in_child(void);
 
+static void spin_read(void);
+
 static void init_once(void)
 {
+	spin_read();
 	pthread_key_create(&slot_key, slot_free);
 	pthread_atfork(NULL, NULL, forget_in_child);
 }
@@ -312,7 +322,7 @@ static void retire(struct fl_set *e)
  * number; SIGKILL if left out) before step STEP (enum fw_step) of the process's Nth fast
  * operation, as kill -9 or a signal at that instant would: a handler runs there, and may jump
  * out of the operation or make calls of its own. Read at the process's first fast operation.
- * Nothing else reads the environment.
+ * Besides it, the library reads only SEMVISOR_FAST_SPIN_US (wait_here()).
  */
 static struct {
 	pthread_once_t once;
@@ -396,6 +406,127 @@ out:
 	return done;
 }
 
+/* ---- waiting here first ---- */
+
+/*
+ * A call that cannot complete yet would park in the supervisor: a trapped call, and its answer
+ * when another call wakes it. While it is parked, every operation on the semaphore is a
+ * trapped call too (the word is the supervisor's until nobody waits), the releasing one
+ * included. Where a semaphore guards a short critical section, as a mutex, the wait is far
+ * shorter than that, and once one process has parked the others follow: every operation
+ * becomes a trapped call. So a call that would wait first waits here, for up to spin_ns,
+ * yielding the CPU while the value is short, and parks only if it does not come back.
+ *
+ * Nothing is relaxed by it. While the call waits here it has not reached the supervisor: for
+ * every other process it is a call not yet made, as a thread the kernel preempts before its
+ * system call's entry is; it holds nothing, is not counted as waiting (GETNCNT), and takes
+ * nothing from a process parked before it (their wake-ups are the supervisor's, on a word it
+ * holds). It ends in one of three ways:
+ *  - a fast operation succeeds: the call's completion;
+ *  - the word shows a value the operation can take, but the fast path may not take it (the
+ *    operation changes sempid, the supervisor holds the word): a probe, the same operation
+ *    with IPC_NOWAIT as a trapped call, marked SV_FAST_PROBE. It completes the operation as
+ *    the call would have at that instant, or fails with EAGAIN having changed nothing, and
+ *    then the wait goes on. Its other errors are the call's: the checks that make them come
+ *    before any wait;
+ *  - spin_ns is over: the call is made as it came, and parks.
+ * A signal handler that runs meanwhile runs as before the call (a blocking semop's EINTR
+ * comes from a handler run while it is parked), so the call goes on after it. Only a call of
+ * one decrement without IPC_NOWAIT and without a timeout waits here: reading the timeout would
+ * be reading the program's memory, which only the trapped call may do (EFAULT). What the word
+ * says is only a hint: a program can write anything there, and a wrong one costs only the
+ * wait, which is bounded.
+ *
+ * spin_ns: SEMVISOR_FAST_SPIN_US microseconds (semvisor-run --fast-spin), 50 by default: a
+ * park and its wake-up take about that much here (bench/floor: two round trips of 17-25 us),
+ * so a wait that long costs no more spun than parked. 0: a call that would wait parks at once.
+ */
+#define SPIN_US_DEFAULT 50
+#define SPIN_US_MAX	1000000
+
+static int64_t spin_ns;
+
+static void spin_read(void)
+{
+	const char *v = getenv("SEMVISOR_FAST_SPIN_US");
+	char *end;
+	long us = SPIN_US_DEFAULT;
+
+	if (v && *v) {
+		us = strtol(v, &end, 10);
+		if (*end || us < 0 || us > SPIN_US_MAX)
+			us = SPIN_US_DEFAULT; /* semvisor-run checks what it sets */
+	}
+	spin_ns = (int64_t)us * 1000;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Whether sop could take the value its word shows: 1 or 0, or -1 for no word to read (the set
+ * is not mapped here, or was revoked). Guarded against reclaim() as fast() is.
+ */
+static int word_allows(int slot, int semid, const struct sembuf *sop)
+{
+	struct fl_set *e = lookup(semid);
+	int could = -1;
+
+	if (!e)
+		return -1;
+	atomic_store(&active[slot].gen, atomic_load(&retire_gen));
+	if (atomic_load_explicit(&e->state, memory_order_acquire) == FL_MAPPED &&
+	    atomic_load(&e->semid) == semid && sop->sem_num < e->m.nsems) {
+		uint64_t w = atomic_load(fw_word_at(e->words, sop->sem_num));
+
+		could = (int)fw_val(w) + sop->sem_op >= 0;
+	}
+	atomic_store(&active[slot].gen, 0);
+	return could;
+}
+
+/*
+ * sop, one decrement that may wait, found no value on the fast path: waits here, as above.
+ * 0 when the operation was done, -1 with errno for the call's error, 1 to make the call.
+ */
+static int wait_here(int slot, int semid, struct sembuf *sop)
+{
+	int saved = errno, could;
+	int64_t end = now_ns() + spin_ns;
+
+	while ((could = word_allows(slot, semid, sop)) >= 0) {
+		if (could) {
+			struct sembuf probe = *sop;
+
+			probe.sem_flg |= IPC_NOWAIT;
+			if (trapped_semop(semid, &probe, 1, NULL, slot, SV_FAST_PROBE) == 0) {
+				errno = saved;
+				return 0;
+			}
+			if (errno != EAGAIN)
+				return -1;
+		} else {
+			sched_yield();
+		}
+		if (now_ns() >= end)
+			break;
+		self.busy = true;
+		could = fast(slot, semid, sop);
+		self.busy = false;
+		if (could) {
+			errno = saved;
+			return 0;
+		}
+	}
+	errno = saved;
+	return 1;
+}
+
 EXPORT int semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct timespec *timeout)
 {
 	int slot = -1;
@@ -410,12 +541,20 @@ EXPORT int semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct
 			self.busy = false;
 			if (done)
 				return 0;
+			if (sops[0].sem_op < 0 && !(sops[0].sem_flg & IPC_NOWAIT) && !timeout &&
+			    spin_ns > 0) {
+				int r = wait_here(slot, semid, &sops[0]);
+
+				if (r <= 0)
+					return r;
+			}
 		}
+
 		/* the slot resolves this thread's doomed operation only on a set mapped here */
 		if (slot >= 0 && !mapped(semid))
 			slot = -1;
 	}
-	return (int)trapped_semop(semid, sops, nsops, timeout, slot);
+	return (int)trapped_semop(semid, sops, nsops, timeout, slot, SV_FAST_MARK);
 }
 
 EXPORT int semop(int semid, struct sembuf *sops, size_t nsops)

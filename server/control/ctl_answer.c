@@ -553,6 +553,7 @@ Semvisor__Stats *ctl_stats_build(struct ctl_ctx *cx, struct ctl_arena *a, bool w
 	s->budget_refused_namespaces = st.budget_refused_kind[SV_BUDGET_NAMESPACES];
 	s->bulk_calls = st.bulk_calls;
 	s->fast_ops = st.fast_ops;
+	s->busy_probes = st.busy_probes;
 	s->server_version = (char *)SEMVISOR_VERSION;
 	s->lock = lock_msg(cx, a);
 	namespaces_into(cx, a, s);

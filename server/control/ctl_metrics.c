@@ -306,6 +306,10 @@ void ctl_metrics_print(FILE *f, const Semvisor__Stats *s)
 	counter(f, "semvisor_fast_operations_total",
 		"Semops programs did in their own memory (--fast), counted as their pages went.",
 		s->fast_ops);
+	counter(f, "semvisor_busy_probes_total",
+		"Tries of --fast semops waiting before they park that found the semaphore short "
+		"(also in the semtimedop calls and EAGAIN answers).",
+		s->busy_probes);
 
 	/* only the adaptive mutex keeps these: with another lock they would be zeros that lie */
 	if (l && !strcmp(l->kind, "amutex")) {

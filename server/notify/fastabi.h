@@ -20,14 +20,21 @@
  *       new for every call of the thread: the kernel's restart of an interrupted call repeats
  *       the registers, a program's call after EINTR does not, so the two never look alike
  *       (serve.c's restart_or_retry()), whatever the library's frames left on the stack.
+ *   semtimedop(semid, sops, 1, NULL, seq << 8 | slot + 1, SV_FAST_PROBE)
+ *       The same, for a try of a call that waits in the library before it parks (fastlib.c's
+ *       wait_here()): its one sop has IPC_NOWAIT. Served as the call above; only counted
+ *       apart: one answered EAGAIN is no error of the program's, but a probe that found the
+ *       semaphore still short (nt_stats.busy_probes), and the others are the program's calls.
+ *       A program that marks another call so only moves it between its own counters.
  */
 #ifndef SV_NOTIFY_FASTABI_H
 #define SV_NOTIFY_FASTABI_H
 
 #include <stdint.h>
 
-#define SV_FAST_CMD  0x5e7a
-#define SV_FAST_ASK  0x5e7b
-#define SV_FAST_MARK UINT64_C(0x5e7a5107fa57ca11)
+#define SV_FAST_CMD   0x5e7a
+#define SV_FAST_ASK   0x5e7b
+#define SV_FAST_MARK  UINT64_C(0x5e7a5107fa57ca11)
+#define SV_FAST_PROBE UINT64_C(0x5e7a5107fa57ca12)
 
 #endif

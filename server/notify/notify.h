@@ -104,6 +104,11 @@ struct nt_stats {
 	uint64_t bulk_calls; /* calls of heavy listeners, served in the bulk lane */
 	/* semops the programs did themselves (--fast), counted in the words (sv_fast_ops_total) */
 	uint64_t fast_ops;
+	/*
+	 * Of the semtimedop calls and their EAGAIN answers: tries of --fast calls that wait in
+	 * the library before they park, which found the semaphore still short (fastabi.h)
+	 */
+	uint64_t busy_probes;
 };
 
 struct nt_super *nt_super_new(const struct nt_config *cfg, char *err, size_t errlen);

@@ -501,8 +501,8 @@ static long call_semop(struct nt_worker *wk, struct call_ctx *cx, const struct s
 	sv_ns_limits(cx->id.ns->ns, &lim);
 	if ((unsigned int)args[2] > (unsigned int)lim.semopm)
 		nt_ns_sync(cx->id.ns);
-	if (nr == NR_SEMTIMEDOP && args[5] == SV_FAST_MARK && (args[4] & 0xff) >= 1 &&
-	    (args[4] & 0xff) <= FW_PENDING)
+	if (nr == NR_SEMTIMEDOP && (args[5] == SV_FAST_MARK || args[5] == SV_FAST_PROBE) &&
+	    (args[4] & 0xff) >= 1 && (args[4] & 0xff) <= FW_PENDING)
 		cx->c.fast_slot = (unsigned int)(args[4] & 0xff);
 	return sv_semtimedop(&cx->c, (int)args[0], args[1], (unsigned int)args[2],
 			     nr == NR_SEMTIMEDOP ? args[3] : 0, park, wq);
@@ -645,6 +645,8 @@ static void answer_call(struct nt_worker *wk, struct call_ctx *cx, const struct 
 	}
 	if (rc == 0) {
 		nt_count_answer(&wk->stats, val);
+		if (val == -EAGAIN && nr == NR_SEMTIMEDOP && n->data.args[5] == SV_FAST_PROBE)
+			NT_ADD(&wk->stats, busy_probes, 1);
 		int64_t took = nt_now_ns() - t0;
 
 		NT_ADD(&wk->stats, service_ns[nt_hist_bucket(took)], 1);

@@ -105,6 +105,11 @@ void nt_stats_print(const struct nt_stats *st, FILE *f)
 	if (st->fast_ops)
 		fprintf(f, "\nsemvisor: %llu semops done in the programs themselves (--fast)",
 			(unsigned long long)st->fast_ops);
+	if (st->busy_probes)
+		fprintf(f,
+			"\nsemvisor: %llu of the semtimedop calls were busy probes (--fast: waits "
+			"that tried before parking, answered EAGAIN)",
+			(unsigned long long)st->busy_probes);
 	fprintf(f,
 		"\nsemvisor: waits %llu (woken %llu, timed out %llu, interrupted %llu), "
 		"rolled back %llu, kept %llu, callers gone %llu\n",
