@@ -435,7 +435,9 @@ out:
  * one decrement without IPC_NOWAIT and without a timeout waits here: reading the timeout would
  * be reading the program's memory, which only the trapped call may do (EFAULT). What the word
  * says is only a hint: a program can write anything there, and a wrong one costs only the
- * wait, which is bounded.
+ * wait, which is bounded. server/engine/model/fastpath.pml checks the protocol with it
+ * (WAITING FIRST; make verify's waits checks): kills at any step, revocation, sempid, and
+ * that a lock is never held twice.
  *
  * spin_ns: SEMVISOR_FAST_SPIN_US microseconds (semvisor-run --fast-spin), 50 by default: a
  * park and its wake-up take about that much here (bench/floor: two round trips of 17-25 us),

@@ -67,6 +67,15 @@
  *   it comes before the restore.
  *   An operation without SEM_UNDO leaves out A2's semadj part, A3, A4 and the restore.
  *
+ * WAITING FIRST (fastlib.c's wait_here()). A decrement that found no value (or was sent to the
+ *   trapped call) and may wait does not make its call at once: a bounded number of times,
+ *   it reads the word (one load: value only, held or not), and if the value would let it
+ *   through it makes a probe, the trapped call with IPC_NOWAIT, which the supervisor serves
+ *   as the call but answers AGAIN where the call would park; otherwise it lets time pass.
+ *   Then it tries the fast operation again from A1. When the tries are spent it makes its
+ *   call. A probe is the thread's call: it resolves a doomed operation as any call does,
+ *   since the operation it follows is over (done or restored) when it is made.
+ *
  * THE SUPERVISOR, on word i, under the set's lock
  *   take    fetch_or(SLOW). Its old value gives val and own. If own names (X,k) of a live
  *           process, that operation is DOOMED: its A5 must fail now. (An owner naming no live
@@ -165,6 +174,10 @@
  *    - conservation. When every process has exited and its undo has been applied, the value
  *      is what it started at, or what SETVAL set. An exit never needs clamping, so nothing is
  *      lost or made up, whatever kill and whichever scribbles;
+ *    - mutual exclusion, where nothing but the threads' own operations sets the value (no
+ *      SETVAL, no scribbles): a thread that returned from its -1 is alone until it makes its
+ *      +1, or until its process's exit gave the unit back. Conservation alone does not see a
+ *      lock taken twice: SEM_UNDO gives the made-up unit back at the exit;
  *    - no lost wake-up (a monitor): whenever the supervisor is between operations, a parked
  *      call waits on a word the supervisor holds, for a value that does not let it through;
  *    - no hang: a call never answered, or a supervisor waiting on memory, is an invalid end
@@ -192,6 +205,10 @@
  *  BUG_NOMOVE      revoke does not move the storage (with REVOKE)
  *  BUG_EPOCH       no E1/E2: a fast operation on the old storage counts as done (with REVOKE)
  *  BUG_NOTAG       A2 ignores tag (with SEMPID): a fast operation leaves sempid naming another
+ *  BUG_PROBEOK     the waiting takes a probe answered AGAIN for done (with WAITS): a lock it
+ *                  never had is unlocked, a unit made up
+ *
+ * WAITS (default 0): the tries of WAITING FIRST, for each decrement.
  */
 
 #ifndef ROUNDS
@@ -208,6 +225,9 @@
 #endif
 #ifndef SCRIBBLES
 #define SCRIBBLES 2
+#endif
+#ifndef WAITS
+#define WAITS 0
 #endif
 #ifdef REVOKE
 #define REVOKES 1
@@ -270,7 +290,8 @@ short parked[NT + 1];/* 0, or the sem_op of a parked call */
 
 /* Calls, per thread; lives, per process. */
 short req[NT + 1];   /* 0, or the sem_op of a trapped semop; ASK: "did my A5 count?" */
-byte ans[NT + 1];    /* 0 none yet, DONE, REFUSED (EACCES), COUNTED, NOT_COUNTED */
+bit probe[NT + 1];   /* the trapped semop is a probe (IPC_NOWAIT) */
+byte ans[NT + 1];    /* 0 none yet, DONE, REFUSED (EACCES), COUNTED, NOT_COUNTED, AGAIN */
 bit killed[3];       /* SIGKILL: every thread of the process stops before its next step */
 byte fin[3];         /* threads of the process that have stopped */
 bit reaped[3];
@@ -285,6 +306,7 @@ byte mapepoch[3];    /* the epoch of its mapping */
 #define REFUSED 2
 #define COUNTED 3
 #define NOT_COUNTED 4
+#define AGAIN 5
 
 /* ghosts */
 byte C = 1;          /* the value every semadj adds up to: the start, or the last SETVAL */
@@ -292,6 +314,14 @@ byte last_pid;       /* the process whose operation on the semaphore came last *
 bit busy;            /* the supervisor is in the middle of an operation (holds the set's lock) */
 byte kills;
 byte final_value;
+bit in_cs[NT + 1];   /* the thread's -1 returned and its +1 has not begun */
+byte inside;         /* how many threads are in_cs */
+
+#if SETVALS == 0 && !defined(REVOKE)
+#define MUTEX_CHECK assert(inside <= 1)
+#else
+#define MUTEX_CHECK skip
+#endif
 
 /* ---- processes -------------------------------------------------------------------------- */
 
@@ -325,7 +355,8 @@ inline restore()
 	p_seq[t]++
 }
 
-inline sem_op(d)
+/* The fast operation: ok when done, else !ok and nothing done (the call's to make). */
+inline fast_op(d)
 {
 	m = map[p];
 	/* A1 */
@@ -407,24 +438,57 @@ inline sem_op(d)
 #endif
 		fi
 	:: else -> skip
-	fi;
+	fi
+}
+
+inline sem_op(d)
+{
+	fast_op(d);
+	/* WAITING FIRST: tries before the call, for a decrement */
+	w = 0;
+	do
+	:: !ok && d < 0 && w < WAITS ->
+		w++;
+		if
+		:: w_val[map[p]] + d >= 0 ->
+			probe[t] = 1;
+			call(d);
+			probe[t] = 0;
+#ifndef BUG_PROBEOK
+			ok = (c == DONE)
+#else
+			ok = (c == DONE || c == AGAIN)
+#endif
+		:: else -> skip
+		fi;
+		if
+		:: !ok -> d_step { c = 0; g = 0; o_gen = 0; o_adj = 0 }; fast_op(d)
+		:: else -> skip
+		fi
+	:: else -> break
+	od;
 	if
 	:: !ok -> call(d)
 	:: else -> skip
 	fi;
-	d_step { ok = 0; c = 0; g = 0; o_gen = 0; o_adj = 0 }
+	d_step { ok = 0; c = 0; g = 0; o_gen = 0; o_adj = 0; w = 0 }
 }
 
 proctype thread(byte t)
 {
 	byte p = PROC(t);
-	byte m, g, o_gen, c, r;
+	byte m, g, o_gen, c, r, w;
 	short o_adj;
 	bit ok;
 
 	{
 		do
-		:: r < ROUNDS -> sem_op(-1); sem_op(1); r++
+		:: r < ROUNDS ->
+			sem_op(-1);
+			d_step { in_cs[t] = 1; inside++; MUTEX_CHECK };
+			d_step { in_cs[t] = 0; inside-- };
+			sem_op(1);
+			r++
 		:: else -> break
 		od;
 hostile:
@@ -562,7 +626,11 @@ inline serve(u)
 		OPERATED(PROC(u));
 		remap(PROC(u));
 		ans[u] = DONE
-	:: else -> parked[u] = d
+	:: else ->
+		if
+		:: probe[u] -> ans[u] = AGAIN	/* IPC_NOWAIT: changes nothing */
+		:: else -> parked[u] = d
+		fi
 	fi;
 	wake();
 	give();
@@ -608,6 +676,10 @@ inline revoke()
 /* Thread u of a dead process: its call goes, and its operation in flight, if doomed, never happened. */
 inline reap_thread(u)
 {
+	if
+	:: in_cs[u] -> in_cs[u] = 0; inside--	/* killed holding the lock: its undo gives it back */
+	:: else -> skip
+	fi;
 	req[u] = 0;
 	parked[u] = 0;
 	if
