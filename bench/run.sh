@@ -474,6 +474,8 @@ section() { # section NAME TITLE [fence]
 	echo "| semvisor-run --fast uncontended below native (lockunlock, P = 1) | ${l1:-NA}x | $(verdict "${l1:-NA}" '<=' 0.99) |"
 	lc=$(awk -F'\t' '$1 == "semvisor-run-fast" && $2 > 1 && $8 > m { m = $8 } END { if (m) printf "%.2f", m; else print "NA" }' "$RES/lockunlock.tsv" 2>/dev/null)
 	echo "| semvisor-run --fast contended within 2x native: the worst P > 1 (lockunlock) | ${lc:-NA}x | $(verdict "${lc:-NA}" '<=' 2.0) |"
+	bf=$(awk -F'\t' '$1 == "semvisor-run-fast" && $8 > m { m = $8 } END { if (m) printf "%.2f", m; else print "NA" }' "$RES/bulkwake.tsv" 2>/dev/null)
+	echo "| semvisor-run --fast wake-ups within 2x native: the worst N (bulkwake) | ${bf:-NA}x | $(verdict "${bf:-NA}" '<=' 2.0) |"
 	bl=$(awk -F'\t' '$1 == "semvisor-run" && $2 == 1000 { a = $3 } $1 == "semvisor-run" && $2 == 4000 { b = $3 } END { if (a > 0 && b > 0) printf "%.2f", b / a; else print "NA" }' "$RES/bulkwake.tsv" 2>/dev/null)
 	echo "| bulk wake-up linear under semvisor-run: last(4000) <= 4.5x last(1000) (bulkwake) | ${bl}x | $(verdict "$bl" '<=' 4.5) |"
 	for c in sets bigset waiters; do
