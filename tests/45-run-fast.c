@@ -210,9 +210,9 @@ Test(run_fast, a_signal_at_each_step)
 /*
  * A call that must wait first waits in the program, and takes nothing from one parked before
  * it (tests/prog/fast-wait.c, whose output the differential suite compares with the kernel's):
- * with --fast-spin=1000000 its second sleeper, which waits only 100 ms, never parks, so the
- * supervisor saw one wait (the first sleeper's, after its second); with --fast-spin=0 both
- * park at once, two waits. The output is the kernel's either way.
+ * with --fast-spin=1000000 its second sleeper, which waits some 200 ms, never parks, so the
+ * supervisor saw one wait (the first sleeper's, which has a timeout and so parks at once);
+ * with --fast-spin=0 both park, two waits. The output is the kernel's either way.
  */
 static void fast_wait(const char *spin, long waits)
 {

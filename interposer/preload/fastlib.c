@@ -500,6 +500,7 @@ static int wait_here(int slot, int semid, struct sembuf *sop)
 {
 	int saved = errno, could;
 	int64_t end = now_ns() + spin_ns;
+	bool done;
 
 	while ((could = word_allows(slot, semid, sop)) >= 0) {
 		if (could) {
@@ -518,9 +519,9 @@ static int wait_here(int slot, int semid, struct sembuf *sop)
 		if (now_ns() >= end)
 			break;
 		self.busy = true;
-		could = fast(slot, semid, sop);
+		done = fast(slot, semid, sop);
 		self.busy = false;
-		if (could) {
+		if (done) {
 			errno = saved;
 			return 0;
 		}
@@ -551,7 +552,6 @@ EXPORT int semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct
 					return r;
 			}
 		}
-
 		/* the slot resolves this thread's doomed operation only on a set mapped here */
 		if (slot >= 0 && !mapped(semid))
 			slot = -1;

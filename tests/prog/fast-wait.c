@@ -8,9 +8,11 @@
  * the same, and then take the second +1 through its probe, since the +1 was the parent's and
  * makes S's operation change sempid.
  *
- * S says when it is about to call; the first +1 comes WINDOW_MS later, while S waits. Each
- * sleeper writes its tag to a pipe when its semop returns. Printed: the order they completed
- * in, the value after each +1, and how each ended.
+ * W waits with a timeout it never reaches, which under --fast parks at once (the library
+ * never reads a program's timeout); S with plain semop. S says when it is about to call; the
+ * first +1 comes WINDOW_MS later, while S waits. Each sleeper writes its tag to a pipe when its
+ * semop returns. Printed: the order they completed in, the value after each +1, and how each
+ * ended.
  */
 #include "prog.h"
 
@@ -19,15 +21,17 @@
 static struct chan done, calling;
 static int id;
 
-static pid_t sleeper(char tag)
+static pid_t sleeper(char tag, bool timed)
 {
 	pid_t p = xfork();
 
 	if (p == 0) {
+		struct sembuf down = { 0, -1, 0 };
+		struct timespec far = { 60, 0 };
 		int r;
 
 		tell(&calling, tag);
-		r = sop1(id, 0, -1, 0);
+		r = timed ? semtimedop(id, &down, 1, &far) : semop(id, &down, 1);
 		tell(&done, tag);
 		_exit(r ? errno : 0);
 	}
@@ -45,10 +49,10 @@ int main(void)
 	id = semget(IPC_PRIVATE, 1, 0600);
 	MUST(id >= 0);
 
-	w = sleeper('W');
+	w = sleeper('W', true);
 	HEAR(&calling, 'W');
 	WAIT_CNT(id, 0, GETNCNT, 1); /* W sleeps: queued first */
-	s = sleeper('S');
+	s = sleeper('S', false);
 	HEAR(&calling, 'S');
 	sleep_ms(WINDOW_MS);
 
