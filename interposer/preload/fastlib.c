@@ -355,6 +355,26 @@ static int kill_hook(void *arg, enum fw_step step)
 	return 0;
 }
 
+/*
+ * Enters entry e of semid for semaphore num: publishes the thread in active[slot], so that
+ * reclaim() leaves the mapping alone, then reads the entry again. e if it is still semid's
+ * mapped storage and has semaphore num, else NULL; leave() after, either way. Caller is busy
+ * (self.busy): a signal handler's semop meanwhile would leave() for it.
+ */
+static struct fl_set *enter(int slot, struct fl_set *e, int semid, unsigned num)
+{
+	atomic_store(&active[slot].gen, atomic_load(&retire_gen));
+	if (atomic_load_explicit(&e->state, memory_order_acquire) != FL_MAPPED ||
+	    atomic_load(&e->semid) != semid || num >= e->m.nsems)
+		return NULL;
+	return e;
+}
+
+static void leave(int slot)
+{
+	atomic_store(&active[slot].gen, 0);
+}
+
 /* One sop on a set: true if done here (the call returns 0), false for the trapped call. */
 static bool fast(int slot, int semid, const struct sembuf *sop)
 {
@@ -368,10 +388,7 @@ static bool fast(int slot, int semid, const struct sembuf *sop)
 		e = map_set(semid);
 	if (!e)
 		return false;
-	atomic_store(&active[slot].gen, atomic_load(&retire_gen));
-	/* published before the entry is read again: reclaim() sees this thread in it */
-	if (atomic_load_explicit(&e->state, memory_order_acquire) != FL_MAPPED ||
-	    atomic_load(&e->semid) != semid || sop->sem_num >= e->m.nsems)
+	if (!enter(slot, e, semid, sop->sem_num))
 		goto out;
 	op = (struct fw_op){
 		.word = fw_word_at(e->words, sop->sem_num),
@@ -402,7 +419,7 @@ static bool fast(int slot, int semid, const struct sembuf *sop)
 	if (!done && atomic_load(&e->page->epoch) != e->m.epoch)
 		retire(e);
 out:
-	atomic_store(&active[slot].gen, 0);
+	leave(slot);
 	return done;
 }
 
@@ -472,7 +489,7 @@ static int64_t now_ns(void)
 
 /*
  * Whether sop could take the value its word shows: 1 or 0, or -1 for no word to read (the set
- * is not mapped here, or was revoked). Guarded against reclaim() as fast() is.
+ * is not mapped here, or was revoked). Busy, as fast() is, so that its enter() holds.
  */
 static int word_allows(int slot, int semid, const struct sembuf *sop)
 {
@@ -481,14 +498,14 @@ static int word_allows(int slot, int semid, const struct sembuf *sop)
 
 	if (!e)
 		return -1;
-	atomic_store(&active[slot].gen, atomic_load(&retire_gen));
-	if (atomic_load_explicit(&e->state, memory_order_acquire) == FL_MAPPED &&
-	    atomic_load(&e->semid) == semid && sop->sem_num < e->m.nsems) {
+	self.busy = true;
+	if (enter(slot, e, semid, sop->sem_num)) {
 		uint64_t w = atomic_load(fw_word_at(e->words, sop->sem_num));
 
 		could = (int)fw_val(w) + sop->sem_op >= 0;
 	}
-	atomic_store(&active[slot].gen, 0);
+	leave(slot);
+	self.busy = false;
 	return could;
 }
 
