@@ -83,10 +83,13 @@ Test(run_cli, version)
 	run_free(&r);
 }
 
-/* semvisor-run's own failures: 125 and a message on stderr; the program never runs. */
+/*
+ * semvisor-run's own failures: 125 and a message on stderr (naming the option, where the third
+ * column gives it); the program never runs.
+ */
 Test(run_cli, bad_options)
 {
-	static const char *const bad[][2] = {
+	static const char *const bad[][3] = {
 		{ "--bogus", NULL },
 		{ "-x", NULL },
 		{ "--limits=1,2", NULL },
@@ -102,6 +105,10 @@ Test(run_cli, bad_options)
 		{ "--backend=ptrace", "--crash-safe" }, /* notification's alone */
 		{ "--backend=ptrace", "--proc-view" },
 		{ "--backend=other", NULL },
+		{ "--fast", "--fast-spin=-1", "--fast-spin" },
+		{ "--fast", "--fast-spin=1000001", "--fast-spin" },
+		{ "--fast", "--fast-spin=12us", "--fast-spin" },
+		{ "--fast-spin=50", NULL, "--fast-spin" }, /* only with --fast */
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -113,6 +120,7 @@ Test(run_cli, bad_options)
 		cr_assert(strlen(r.err) > 10, "%s: no message on stderr", r.cmd);
 		/* named as the program is, not by the path it was run as */
 		cr_assert(!strncmp(r.err, "semvisor-run: ", 14), "%s: message: %s", r.cmd, r.err);
+		cr_assert(!bad[i][2] || strstr(r.err, bad[i][2]), "%s: message: %s", r.cmd, r.err);
 		cr_assert_str_empty(r.out, "%s: the program ran? stdout: %s", r.cmd, r.out);
 		run_free(&r);
 	}

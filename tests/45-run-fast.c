@@ -239,28 +239,6 @@ Test(run_fast, a_wait_spins_first_and_takes_nothing_from_a_parked_one)
 	fast_wait("--fast-spin=0", 2);
 }
 
-/* --fast-spin: a number of microseconds, and only with --fast */
-Test(run_fast, fast_spin_options)
-{
-	const char *const bad[][3] = { { "--fast", "--fast-spin=-1" },
-				       { "--fast", "--fast-spin=1000001" },
-				       { "--fast", "--fast-spin=12us" },
-				       { "--fast-spin=50" } };
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct run_spec s = { .prog = "cli", .confined = true, .split = true };
-		struct run_result r;
-
-		s.opts[0] = bad[i][0];
-		s.opts[1] = bad[i][1];
-		run(&s, &r);
-		cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 125, "%s %s: %s",
-			  bad[i][0], bad[i][1] ? bad[i][1] : "", r.err);
-		cr_assert(strstr(r.err, "--fast-spin"), "%s", r.err);
-		run_free(&r);
-	}
-}
-
 /*
  * Every completed operation is counted, those the program did in its own memory included,
  * while the program runs (tests/prog/fast-count.c: 6000 on semaphore 0 by two threads, 1501
