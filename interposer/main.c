@@ -139,6 +139,18 @@ static void usage(FILE *f)
 	       "with --backend=ptrace); 126 if PROGRAM cannot be run; 127 if it is not found.\n");
 }
 
+/* A whole decimal number from lo to hi in *out; false for anything else. */
+static bool number_in(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (!*s || *end || n < lo || n > hi)
+		return false;
+	*out = n;
+	return true;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum {
@@ -199,10 +211,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->have_limits = true;
 			break;
 		case OPT_WORKERS: {
-			char *end;
-			long n = strtol(optarg, &end, 10);
+			long n;
 
-			if (*end || n < 1 || n > 1024) {
+			if (!number_in(optarg, 1, 1024, &n)) {
 				fprintf(stderr,
 					"semvisor-run: --workers wants a number from 1 to 1024, "
 					"not '%s'\n",
@@ -227,20 +238,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_FAST:
 			o->fast = true;
 			break;
-		case OPT_FAST_SPIN: {
-			char *end;
-			long us = strtol(optarg, &end, 10);
-
-			if (!*optarg || *end || us < 0 || us > 1000000) {
+		case OPT_FAST_SPIN:
+			if (!number_in(optarg, 0, 1000000, &o->fast_spin)) {
 				fprintf(stderr,
 					"semvisor-run: --fast-spin wants microseconds from 0 to "
 					"1000000, not '%s'\n",
 					optarg);
 				exit(EXIT_SELF);
 			}
-			o->fast_spin = us;
 			break;
-		}
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto")) {
 				o->backend = BACKEND_AUTO;
